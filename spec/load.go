@@ -1,0 +1,123 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// The layout of a spec root.
+const (
+	ToolsDir     = "tools"
+	ServersDir   = "servers"
+	ProtocolsDir = "protocols"
+	PolicyFile   = "policy.yaml"
+)
+
+// LoadDir loads and checks the spec root dir. Diagnostics are every finding, sorted;
+// the error is reserved for I/O failures (exit 2), never for a bad spec.
+func LoadDir(dir string) (*Tree, Diagnostics, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return LoadFS(os.DirFS(dir), dir)
+}
+
+// LoadFS loads and checks a spec root held in fsys. display is prefixed to every
+// diagnostic path ("." or "" for none).
+func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
+	var diags Diagnostics
+	tree := &Tree{Root: display}
+	disp := func(rel string) string {
+		if display == "" || display == "." {
+			return rel
+		}
+		return path.Join(strings.TrimSuffix(filepathToSlash(display), "/"), rel)
+	}
+	each := func(dir string, load func(rel string, data []byte)) error {
+		files, err := specFiles(fsys, dir, disp, &diags)
+		if err != nil {
+			return err
+		}
+		for _, rel := range files {
+			data, err := fs.ReadFile(fsys, rel)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", disp(rel), err)
+			}
+			load(rel, data)
+		}
+		return nil
+	}
+	err := each(ToolsDir, func(rel string, data []byte) {
+		if t := loadTool(reporter{path: disp(rel), diags: &diags}, rel, data); t != nil {
+			tree.Tools = append(tree.Tools, t)
+		}
+	})
+	if err == nil {
+		err = each(ServersDir, func(rel string, data []byte) {
+			if s := loadServer(reporter{path: disp(rel), diags: &diags}, rel, data); s != nil {
+				tree.Servers = append(tree.Servers, s)
+			}
+		})
+	}
+	if err == nil {
+		err = each(ProtocolsDir, func(rel string, data []byte) {
+			if p := loadProtocol(reporter{path: disp(rel), diags: &diags}, rel, data); p != nil {
+				tree.Protocols = append(tree.Protocols, p)
+			}
+		})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := fs.ReadFile(fsys, PolicyFile)
+	switch {
+	case err == nil:
+		tree.Policy = loadPolicy(reporter{path: disp(PolicyFile), diags: &diags}, PolicyFile, data)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("read %s: %w", disp(PolicyFile), err)
+	}
+	slices.SortStableFunc(tree.Tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(tree.Servers, func(a, b *Server) int { return strings.Compare(a.ServerID, b.ServerID) })
+	slices.SortStableFunc(tree.Protocols, func(a, b *Protocol) int { return strings.Compare(a.Name, b.Name) })
+	check(tree, disp, &diags)
+	return tree, diags.Sorted(), nil
+}
+
+func filepathToSlash(p string) string { return strings.ReplaceAll(p, string(os.PathSeparator), "/") }
+
+// specFiles lists dir/*.yaml, sorted. A missing directory is no spec of that kind. A
+// .yml file is reported rather than silently skipped: it would otherwise never be checked.
+func specFiles(fsys fs.FS, dir string, disp func(string) string, diags *Diagnostics) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", disp(dir), err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		rel := path.Join(dir, e.Name())
+		switch {
+		case strings.HasSuffix(e.Name(), ".yaml"):
+			out = append(out, rel)
+		case strings.HasSuffix(e.Name(), ".yml"):
+			*diags = append(*diags, Diagnostic{Path: disp(rel), Pos: Pos{1, 1}, Rule: "schema",
+				Message: "spec files end in .yaml; rename this file so it is checked"})
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

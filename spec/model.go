@@ -1,0 +1,208 @@
+package spec
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Tree is a loaded spec root: every tool, server, protocol and the policy, with the
+// positions of what they say. Files are keyed by their path relative to the root,
+// slash-separated (tools/workspace.read_text.yaml).
+type Tree struct {
+	// Root is the directory as the caller named it; diagnostics are printed relative to it.
+	Root      string
+	Tools     []*Tool     // sorted by name
+	Servers   []*Server   // sorted by server_id
+	Protocols []*Protocol // sorted by name
+	Policy    *Policy     // nil when policy.yaml is absent
+}
+
+// Tool returns the tool named name, or nil.
+func (t *Tree) Tool(name string) *Tool {
+	for _, x := range t.Tools {
+		if x.Name == name {
+			return x
+		}
+	}
+	return nil
+}
+
+// Server returns the server with the given id, or nil.
+func (t *Tree) Server(id string) *Server {
+	for _, s := range t.Servers {
+		if s.ServerID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Tool is one tools/*.yaml spec (DESIGN.md section 3).
+type Tool struct {
+	File            string // path relative to the spec root
+	Name            string
+	Version         int
+	Kind            string // action | control
+	Description     string
+	SideEffect      string // none | read | write
+	Idempotency     string // effective class: idempotent when side_effect is none and it is unset
+	IdempotentWhen  *Expr
+	Risk            string
+	RequiredScopes  []Ref
+	OutputTrust     string // default tool
+	ConfersApproval bool
+	ParallelSafe    bool
+	Suspends        bool
+	Timeout         time.Duration // 0: the runtime's default
+	ApprovalWhen    *Expr
+	Args            []*Field // in declaration order
+	Result          []*Field // in declaration order
+	OutputMaxBytes  int      // default DefaultOutputMaxBytes
+
+	m *mapping
+}
+
+// DefaultOutputMaxBytes is output.max_bytes when a spec does not set it.
+const DefaultOutputMaxBytes = 65536
+
+// At returns the position of the value of a top-level key of the spec (for example
+// "idempotency"), or of the document when the key is absent.
+func (t *Tool) At(key string) Pos {
+	if t.m == nil {
+		return Pos{1, 1}
+	}
+	return t.m.at(key)
+}
+
+// Field types (SPEC-4).
+const (
+	TypeString  = "string"
+	TypeInteger = "integer"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+	TypeArray   = "array"
+	TypeObject  = "object"
+)
+
+// Field is one argument or result field, or an array's items.
+type Field struct {
+	Name        string // empty for an array's items
+	Pos         Pos    // the field's key (or the items value)
+	Type        string
+	Description string
+	Enum        []any // string or int64 values
+	Default     any   // string, int64, float64, bool, []any or map[string]any; nil when absent
+	HasDefault  bool
+	Min, Max    *float64
+	MinLength   *int64
+	MaxLength   *int64
+	MinItems    *int64
+	MaxItems    *int64
+	Pattern     string
+	Required    bool     // explicit required, or no default
+	Items       *Field   // arrays
+	Properties  []*Field // objects, in declaration order
+
+	m *mapping
+}
+
+// At returns the position of the value of one of the field's keys.
+func (f *Field) At(key string) Pos {
+	if f.m == nil {
+		return f.Pos
+	}
+	return f.m.at(key)
+}
+
+// Expr is a CEL expression written in a spec, with what is needed to map a position
+// inside the expression back to the YAML file.
+type Expr struct {
+	Source string
+	Pos    Pos        // the YAML scalar holding the expression
+	Style  yaml.Style // plain, quoted, literal or folded: decides how columns map
+	lines  []string   // the file's lines, for block scalars
+}
+
+// Server is one servers/*.yaml classification (SPEC-7).
+type Server struct {
+	File         string
+	ServerID     string
+	ConfiguredBy string // operator | tenant
+	HTTP         *HTTPTransport
+	Stdio        *StdioTransport
+	// Classification, with every missing field already set to its most restrictive value.
+	SideEffect     string
+	Risk           string
+	Idempotency    string
+	RequiredScopes []Ref
+	// Defaulted lists the classification fields the file left out, sorted.
+	Defaulted []string
+	Resources string // expose | hide (default hide)
+	Prompts   string // expose | hide (default hide)
+
+	m *mapping
+}
+
+// At returns the position of a top-level key's value.
+func (s *Server) At(key string) Pos {
+	if s.m == nil {
+		return Pos{1, 1}
+	}
+	return s.m.at(key)
+}
+
+// UnclassifiedScope is the scope an unclassified server's tools require: no principal
+// may be granted it, so such a tool cannot run until the operator classifies the server.
+const UnclassifiedScope = "toolgen.unclassified"
+
+// HTTPTransport is a Streamable HTTP server.
+type HTTPTransport struct {
+	URL    string
+	URLPos Pos
+}
+
+// StdioTransport is a subprocess server (operator only, MCP-4).
+type StdioTransport struct {
+	Command string
+	Args    []string
+	Env     map[string]string
+}
+
+// Protocol is one protocols/*.yaml file (SPEC-8, ADR 017).
+type Protocol struct {
+	File           string
+	Name           string
+	InitialMode    Ref
+	Modes          []*Mode // in declaration order
+	ExclusiveTools []Ref   // as declared; see ExclusiveSet for the effective set (WF-2)
+
+	m *mapping
+}
+
+// Mode is one mode of a protocol and the tools it holds.
+type Mode struct {
+	Name  string
+	Pos   Pos
+	Tools []Ref
+}
+
+// DefaultExclusiveTools are exclusive in every protocol, whatever it declares (WF-2).
+var DefaultExclusiveTools = []string{"review.approve", "review.merge"}
+
+// Policy is policy.yaml (POL-2).
+type Policy struct {
+	File        string
+	EgressAllow []Ref
+	Rules       []*Rule
+}
+
+// Rule is one operator policy rule. Exactly one of its conditions is set.
+type Rule struct {
+	Name  string
+	Pos   Pos
+	Tools []Ref
+	// Effect is approve, deny or allow; When is its condition.
+	Effect string
+	When   *Expr
+}

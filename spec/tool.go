@@ -1,0 +1,503 @@
+package spec
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// segment is one dot-separated part of a registry name, and also the grammar of
+// argument names, server ids, mode names and protocol names: lower_snake_case with no
+// leading, trailing or double underscore (SPEC-1).
+var segment = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// MaxNameBytes bounds a registry name (SPEC-1); the wire name replaces "." with "__",
+// so a 64-byte name stays within the 128 characters real MCP clients accept.
+const MaxNameBytes = 64
+
+// ReservedDomains belong to adapters; a builtin spec in one of them is an error (SPEC-2).
+var ReservedDomains = []string{"device", "mcp", "sandbox"}
+
+// CheckName returns why name is not a valid registry name, or "" (SPEC-1).
+func CheckName(name string) string {
+	if len(name) > MaxNameBytes {
+		return fmt.Sprintf("is %d bytes long; names are at most %d bytes", len(name), MaxNameBytes)
+	}
+	parts := strings.Split(name, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return "must have two or three dot-separated segments (domain.name or mcp.server.name)"
+	}
+	for _, p := range parts {
+		if !segment.MatchString(p) {
+			return fmt.Sprintf("has segment %q; each segment is lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", p)
+		}
+	}
+	return ""
+}
+
+// WireName is the name served to MCP clients: dots become "__", a bijection because a
+// segment never contains "__" (SPEC-1).
+func WireName(name string) string { return strings.ReplaceAll(name, ".", "__") }
+
+var toolKeys = []string{
+	"name", "version", "kind", "description", "side_effect", "idempotency", "idempotent_when",
+	"risk", "required_scopes", "output_trust", "confers_approval", "parallel_safe", "suspends",
+	"timeout", "approval_when", "args", "result", "output",
+}
+
+var fieldKeys = []string{
+	"type", "description", "enum", "default", "min", "max", "min_length", "max_length",
+	"min_items", "max_items", "pattern", "required", "items", "properties",
+}
+
+// Enumerations of the spec language.
+var (
+	Kinds          = []string{"action", "control"}
+	SideEffects    = []string{"none", "read", "write"}
+	Idempotencies  = []string{"idempotent", "conditionally_idempotent", "non_idempotent"}
+	Risks          = []string{"low", "medium", "high", "critical"}
+	Trusts         = []string{"system", "user", "tool", "external_untrusted"}
+	FieldTypes     = []string{TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray, TypeObject}
+	maxTimeout     = 24 * time.Hour
+	maxFieldsDepth = 16
+)
+
+// LoadTool parses and checks one tool spec. rel is its path relative to the spec root
+// (for the file-name rule and the generated source line); diagnostics use display.
+func LoadTool(rel, display string, data []byte) (*Tool, Diagnostics) {
+	var diags Diagnostics
+	r := reporter{path: display, diags: &diags}
+	t := loadTool(r, rel, data)
+	return t, diags
+}
+
+func loadTool(r reporter, rel string, data []byte) *Tool {
+	root := parseDocument(r, data)
+	if root == nil {
+		return nil
+	}
+	m := r.asMapping(root, "tool spec", toolKeys...)
+	if m == nil {
+		return nil
+	}
+	lines := splitLines(data)
+	t := &Tool{File: rel, m: m, OutputTrust: "tool", Kind: "action", OutputMaxBytes: DefaultOutputMaxBytes}
+
+	// SPEC-1: name grammar, and one tool per file named after it.
+	if name, ok := m.requiredStr("name", "tool spec"); ok {
+		t.Name = name
+		if why := CheckName(name); why != "" {
+			r.errorf(m.at("name"), "SPEC-1", "tool name %q %s", name, why)
+		} else if base := path.Base(rel); base != name+".yaml" {
+			r.errorf(m.at("name"), "SPEC-1", "tool %q must be in a file named %s, not %s", name, name+".yaml", base)
+		}
+		// SPEC-2: reserved domains belong to adapters.
+		if dom, _, _ := strings.Cut(name, "."); slices.Contains(ReservedDomains, dom) {
+			r.errorf(m.at("name"), "SPEC-2", "domain %q is reserved for adapters (%s); a builtin tool cannot be named %q", dom, strings.Join(ReservedDomains, ", "), name)
+		}
+	}
+	if !m.has("version") {
+		r.errorf(posOf(root), "schema", "tool spec is missing required key %q (the tool_version of the idempotency key; start at 1)", "version")
+	} else if v, ok := m.integer("version"); ok {
+		if v < 1 || v > 1<<31-1 {
+			r.errorf(m.at("version"), "schema", "version must be a positive integer, found %d", v)
+		}
+		t.Version = int(v)
+	}
+	if k, ok := m.oneOf("kind", "schema", Kinds...); ok {
+		t.Kind = k
+	}
+	if d, ok := m.requiredStr("description", "tool spec"); ok {
+		t.Description = d
+	}
+	if !m.has("side_effect") {
+		r.errorf(posOf(root), "SPEC-3", "tool spec is missing required key %q (none, read or write)", "side_effect")
+	} else if s, ok := m.oneOf("side_effect", "SPEC-3", SideEffects...); ok {
+		t.SideEffect = s
+	}
+	if !m.has("risk") {
+		r.errorf(posOf(root), "schema", "tool spec is missing required key %q (low, medium, high or critical)", "risk")
+	} else if s, ok := m.oneOf("risk", "schema", Risks...); ok {
+		t.Risk = s
+	}
+	if s, ok := m.oneOf("output_trust", "schema", Trusts...); ok {
+		t.OutputTrust = s
+	}
+	if scopes, ok := m.strList("required_scopes"); ok {
+		seen := map[string]bool{}
+		for _, s := range scopes {
+			switch {
+			case !scopePattern.MatchString(s.Name):
+				r.errorf(s.Pos, "schema", "scope %q must match %s", s.Name, scopePattern)
+			case seen[s.Name]:
+				r.errorf(s.Pos, "schema", "scope %q is listed twice", s.Name)
+			}
+			seen[s.Name] = true
+		}
+		t.RequiredScopes = scopes
+	}
+	t.ConfersApproval, _ = m.boolean("confers_approval")
+	t.ParallelSafe, _ = m.boolean("parallel_safe")
+	if s, ok := m.str("timeout"); ok {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			r.errorf(m.at("timeout"), "schema", "timeout %q is not a duration such as 30s or 2m", s)
+		case d <= 0 || d > maxTimeout:
+			r.errorf(m.at("timeout"), "schema", "timeout must be more than 0 and at most %s, found %s", maxTimeout, s)
+		default:
+			t.Timeout = d
+		}
+	}
+	if n := m.get("output"); n != nil {
+		if om := r.asMapping(n, "output", "max_bytes"); om != nil {
+			if v, ok := om.integer("max_bytes"); ok {
+				if v < 1024 || v > 1<<30 {
+					r.errorf(om.at("max_bytes"), "schema", "output.max_bytes must be between 1024 and %d, found %d", 1<<30, v)
+				} else {
+					t.OutputMaxBytes = int(v)
+				}
+			}
+		}
+	}
+	t.IdempotentWhen = exprOf(m, "idempotent_when", lines)
+	t.ApprovalWhen = exprOf(m, "approval_when", lines)
+
+	checkIdempotency(r, t, m)
+
+	if n := m.get("args"); n != nil {
+		t.Args = loadFields(r, n, "args", 0)
+	}
+	if n := m.get("result"); n != nil {
+		t.Result = loadFields(r, n, "result", 0)
+	}
+	return t
+}
+
+var scopePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*([.:][a-z0-9_]+)*$`)
+
+func exprOf(m *mapping, key string, lines []string) *Expr {
+	s, ok := m.str(key)
+	if !ok {
+		return nil
+	}
+	if strings.TrimSpace(s) == "" {
+		m.r.errorf(m.at(key), "SPEC-5", "%s must not be empty", key)
+		return nil
+	}
+	v := m.get(key)
+	return &Expr{Source: s, Pos: posOf(v), Style: v.Style, lines: lines}
+}
+
+// checkIdempotency applies SPEC-3.
+func checkIdempotency(r reporter, t *Tool, m *mapping) {
+	idem, hasIdem := m.oneOf("idempotency", "SPEC-3", Idempotencies...)
+	switch {
+	case t.SideEffect == "none" && hasIdem && idem != "idempotent":
+		r.errorf(m.at("idempotency"), "SPEC-3", "side_effect none implies idempotent; remove idempotency or declare the side effect (found %s)", idem)
+	case t.SideEffect == "none":
+		t.Idempotency = "idempotent"
+	case t.SideEffect != "" && !m.has("idempotency"):
+		r.errorf(m.keyAt("side_effect"), "SPEC-3", "idempotency is required when side_effect is %s: declare idempotent, conditionally_idempotent or non_idempotent", t.SideEffect)
+	default:
+		t.Idempotency = idem
+	}
+	if idem == "conditionally_idempotent" && !m.has("idempotent_when") {
+		r.errorf(m.at("idempotency"), "SPEC-3", "conditionally_idempotent requires idempotent_when: the CEL condition over args under which a retry is safe")
+	}
+	if m.has("idempotent_when") && hasIdem && idem != "conditionally_idempotent" {
+		r.errorf(m.keyAt("idempotent_when"), "SPEC-3", "idempotent_when is allowed only with idempotency: conditionally_idempotent (found %s)", idem)
+	} else if m.has("idempotent_when") && !hasIdem && t.SideEffect == "none" {
+		r.errorf(m.keyAt("idempotent_when"), "SPEC-3", "idempotent_when is allowed only with idempotency: conditionally_idempotent")
+	}
+	if t.ParallelSafe && t.SideEffect == "write" {
+		r.errorf(m.at("parallel_safe"), "SPEC-3", "parallel_safe is allowed only for side_effect none or read; a writing tool runs alone in its batch")
+	}
+	suspends, hasSuspends := m.boolean("suspends")
+	switch {
+	case t.Kind == "control" && !m.has("suspends"):
+		r.errorf(m.at("kind"), "SPEC-3", "a control tool must declare suspends: true or false")
+	case t.Kind != "control" && m.has("suspends"):
+		r.errorf(m.keyAt("suspends"), "SPEC-3", "suspends is allowed only on kind: control")
+	case hasSuspends:
+		t.Suspends = suspends
+	}
+}
+
+// loadFields reads a mapping of field name to field definition.
+func loadFields(r reporter, n *yaml.Node, what string, depth int) []*Field {
+	m := r.asMapping(n, what)
+	if m == nil {
+		return nil
+	}
+	fields := make([]*Field, 0, len(m.order))
+	for _, name := range m.order {
+		kp := m.keyAt(name)
+		if !segment.MatchString(name) {
+			r.errorf(kp, "SPEC-4", "field name %q in %s must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name, what)
+		}
+		f := loadField(r, m.get(name), what+"."+name, depth)
+		if f == nil {
+			continue
+		}
+		f.Name, f.Pos = name, kp
+		fields = append(fields, f)
+	}
+	return fields
+}
+
+func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
+	if depth > maxFieldsDepth {
+		r.errorf(posOf(n), "SPEC-4", "%s is nested more than %d levels deep", what, maxFieldsDepth)
+		return nil
+	}
+	m := r.asMapping(n, what, fieldKeys...)
+	if m == nil {
+		return nil
+	}
+	f := &Field{Pos: posOf(n), m: m}
+	typ, ok := m.requiredStr("type", what)
+	if ok && !slices.Contains(FieldTypes, typ) {
+		r.errorf(m.at("type"), "SPEC-4", "%s has unknown type %q; use one of %s", what, typ, strings.Join(FieldTypes, ", "))
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	f.Type = typ
+	f.Description, _ = m.str("description")
+
+	only := func(key string, types ...string) bool {
+		if m.has(key) && !slices.Contains(types, typ) {
+			r.errorf(m.keyAt(key), "SPEC-4", "%s is not allowed on %s of type %s", key, what, typ)
+			return false
+		}
+		return m.has(key)
+	}
+	if only("min", TypeInteger, TypeNumber) {
+		if v, ok := m.number("min"); ok {
+			f.Min = &v
+		}
+	}
+	if only("max", TypeInteger, TypeNumber) {
+		if v, ok := m.number("max"); ok {
+			f.Max = &v
+		}
+	}
+	if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
+		r.errorf(m.at("max"), "SPEC-4", "%s has max %v below min %v", what, *f.Max, *f.Min)
+	}
+	f.MinLength = nonNegative(r, m, "min_length", what, only("min_length", TypeString))
+	f.MaxLength = nonNegative(r, m, "max_length", what, only("max_length", TypeString))
+	if f.MinLength != nil && f.MaxLength != nil && *f.MinLength > *f.MaxLength {
+		r.errorf(m.at("max_length"), "SPEC-4", "%s has max_length %d below min_length %d", what, *f.MaxLength, *f.MinLength)
+	}
+	f.MinItems = nonNegative(r, m, "min_items", what, only("min_items", TypeArray))
+	f.MaxItems = nonNegative(r, m, "max_items", what, only("max_items", TypeArray))
+	if f.MinItems != nil && f.MaxItems != nil && *f.MinItems > *f.MaxItems {
+		r.errorf(m.at("max_items"), "SPEC-4", "%s has max_items %d below min_items %d", what, *f.MaxItems, *f.MinItems)
+	}
+	if only("pattern", TypeString) {
+		if p, ok := m.str("pattern"); ok {
+			if _, err := regexp.Compile(p); err != nil {
+				r.errorf(m.at("pattern"), "SPEC-4", "%s has an invalid pattern: %v", what, err)
+			} else {
+				f.Pattern = p
+			}
+		}
+	}
+	switch typ {
+	case TypeArray:
+		if !m.has("items") {
+			r.errorf(m.keyAt("type"), "SPEC-4", "%s is an array and must declare items", what)
+		} else {
+			f.Items = loadField(r, m.get("items"), what+".items", depth+1)
+			if f.Items != nil {
+				f.Items.Pos = m.at("items")
+			}
+		}
+	case TypeObject:
+		if !m.has("properties") {
+			r.errorf(m.keyAt("type"), "SPEC-4", "%s is an object and must declare properties", what)
+		} else {
+			f.Properties = loadFields(r, m.get("properties"), what, depth+1)
+			if len(m.get("properties").Content) == 0 {
+				r.errorf(m.at("properties"), "SPEC-4", "%s must declare at least one property", what)
+			}
+		}
+	}
+	only("items", TypeArray)
+	only("properties", TypeObject)
+
+	if only("enum", TypeString, TypeInteger) {
+		en := m.get("enum")
+		if en.Kind != yaml.SequenceNode || len(en.Content) == 0 {
+			r.errorf(posOf(en), "SPEC-4", "enum of %s must be a non-empty list", what)
+		} else {
+			seen := map[any]bool{}
+			var values []any
+			for _, e := range en.Content {
+				v, ok := value(r, f, e, what+" enum value")
+				if !ok {
+					continue
+				}
+				if seen[v] {
+					r.errorf(posOf(e), "SPEC-4", "enum of %s lists %v twice", what, v)
+					continue
+				}
+				seen[v] = true
+				values = append(values, v)
+			}
+			f.Enum = values
+		}
+	}
+	f.Required = true
+	if m.has("default") {
+		if v, ok := value(r, f, m.get("default"), what+" default"); ok {
+			f.Default, f.HasDefault = v, true
+			f.Required = false
+		}
+	}
+	if req, ok := m.boolean("required"); ok {
+		if req && m.has("default") {
+			r.errorf(m.at("required"), "SPEC-4", "%s is required and has a default; a default makes it optional, so drop one of them", what)
+		}
+		f.Required = req
+	}
+	return f
+}
+
+func nonNegative(r reporter, m *mapping, key, what string, present bool) *int64 {
+	if !present {
+		return nil
+	}
+	v, ok := m.integer(key)
+	if !ok {
+		return nil
+	}
+	if v < 0 {
+		r.errorf(m.at(key), "SPEC-4", "%s of %s must not be negative, found %d", key, what, v)
+		return nil
+	}
+	return &v
+}
+
+// value decodes n as a value of field f's type and checks it against f's constraints
+// (used for defaults and enum values).
+func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	bad := func() (any, bool) {
+		r.errorf(posOf(n), "SPEC-4", "%s must be of type %s, found %s", what, f.Type, kindName(n))
+		return nil, false
+	}
+	switch f.Type {
+	case TypeString:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			return bad()
+		}
+		s := n.Value
+		if f.MaxLength != nil && int64(len([]rune(s))) > *f.MaxLength {
+			r.errorf(posOf(n), "SPEC-4", "%s is longer than max_length %d", what, *f.MaxLength)
+			return nil, false
+		}
+		if f.MinLength != nil && int64(len([]rune(s))) < *f.MinLength {
+			r.errorf(posOf(n), "SPEC-4", "%s is shorter than min_length %d", what, *f.MinLength)
+			return nil, false
+		}
+		if f.Pattern != "" && !regexp.MustCompile(f.Pattern).MatchString(s) {
+			r.errorf(posOf(n), "SPEC-4", "%s does not match pattern %q", what, f.Pattern)
+			return nil, false
+		}
+		if f.Enum != nil && !slices.Contains(f.Enum, any(s)) {
+			r.errorf(posOf(n), "SPEC-4", "%s %q is not one of the enum values", what, s)
+			return nil, false
+		}
+		return s, true
+	case TypeInteger:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+			return bad()
+		}
+		if !inRange(r, f, float64(i), n, what) {
+			return nil, false
+		}
+		if f.Enum != nil && !slices.Contains(f.Enum, any(i)) {
+			r.errorf(posOf(n), "SPEC-4", "%s %d is not one of the enum values", what, i)
+			return nil, false
+		}
+		return i, true
+	case TypeNumber:
+		var x float64
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&x) != nil {
+			return bad()
+		}
+		if !inRange(r, f, x, n, what) {
+			return nil, false
+		}
+		return x, true
+	case TypeBoolean:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+			return bad()
+		}
+		return b, true
+	case TypeArray:
+		if n.Kind != yaml.SequenceNode || f.Items == nil {
+			return bad()
+		}
+		out := []any{}
+		for _, e := range n.Content {
+			v, ok := value(r, f.Items, e, what+" item")
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		if f.MaxItems != nil && int64(len(out)) > *f.MaxItems || f.MinItems != nil && int64(len(out)) < *f.MinItems {
+			r.errorf(posOf(n), "SPEC-4", "%s has %d items, outside min_items/max_items", what, len(out))
+			return nil, false
+		}
+		return out, true
+	case TypeObject:
+		m := r.asMapping(n, what, fieldNames(f.Properties)...)
+		if m == nil {
+			return nil, false
+		}
+		out := map[string]any{}
+		ok := true
+		for _, p := range f.Properties {
+			if !m.has(p.Name) {
+				if p.Required {
+					r.errorf(posOf(n), "SPEC-4", "%s is missing required property %q", what, p.Name)
+					ok = false
+				}
+				continue
+			}
+			v, vok := value(r, p, m.get(p.Name), what+"."+p.Name)
+			ok = ok && vok
+			out[p.Name] = v
+		}
+		return out, ok
+	}
+	return bad()
+}
+
+func fieldNames(fs []*Field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
+func inRange(r reporter, f *Field, x float64, n *yaml.Node, what string) bool {
+	if f.Min != nil && x < *f.Min || f.Max != nil && x > *f.Max {
+		r.errorf(posOf(n), "SPEC-4", "%s %v is outside min/max", what, n.Value)
+		return false
+	}
+	return true
+}
