@@ -1,7 +1,729 @@
 package spec
 
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+	"gopkg.in/yaml.v3"
+)
+
+// SPEC-5: every CEL expression of a spec (idempotent_when, approval_when, and the
+// conditions of policy.yaml rules) is parsed, type-checked against the tool's declared
+// argument types and cost-estimated at build time, and every finding is reported at
+// its own line and column in the YAML file.
+//
+// The CEL library is the standard library, cel-go's ext.Strings pinned at
+// CELStringsVersion, and cel.ExtendedValidations (regex, duration and timestamp
+// literals and homogeneous aggregate literals are checked at build time). The runtime
+// must evaluate with the environments built by [NewArgsEnv] and [NewPolicyEnv] so that
+// what was checked is what runs.
+
+// CELCostBudget is the largest estimated cost (cel-go cost units, roughly one unit per
+// cheap operation, about 0.1 s per million) an expression may have in the worst case.
+// It is Kubernetes' per-call limit for CEL (PerCallLimit = 1,000,000). It accepts every
+// expression whose cost does not grow with an unbounded input, such as
+// args.path.startsWith('.git/'), args.mode == 'overwrite' or size(args.tags) > 3 on
+// unbounded fields, and rejects the ones that do, such as args.path.contains('..'),
+// args.tags.exists(t, t == 'x') or 'x' in args.tags, until max_length (strings) and
+// max_items (arrays) bound the inputs: with them, a check over a few thousand items of
+// short strings fits.
+const CELCostBudget = 1_000_000
+
+// CELStringsVersion is the version of cel-go's string extension (ext.Strings) the
+// expressions may use. Version 5, the newest of cel-go v0.31.0, is the first that
+// gives its functions (indexOf, lowerAscii, replace, split, substring, trim, join...)
+// cost estimates; with an earlier version a call on a 10 MiB string would be
+// estimated at cost 1 and pass the budget. Raising it is a language change: a spec
+// checked with a later version may not compile with an earlier runtime.
+const CELStringsVersion = 5
+
+// CELMaxExpressionLength bounds an expression's length in code points, so that a
+// hostile spec cannot make the build parse without end.
+const CELMaxExpressionLength = 4096
+
+// Bounds of the values a policy rule sees besides args (POL-1). They let the cost of a
+// rule such as "'admin' in principal.scopes" be estimated at build time; the policy
+// evaluator must enforce them (a longer value is rejected before any rule runs).
+const (
+	PolicyMaxToolNameLength  = 128 // tool: the registry name; MCP clients reject longer names
+	PolicyMaxPrincipalLength = 256 // principal.id, principal.tenant and each of principal.scopes
+	PolicyMaxScopes          = 256 // the number of principal.scopes
+)
+
+// celBase is the environment every tool and policy environment extends: creating a
+// CEL environment is expensive, extending one is cheap.
+type celBase struct {
+	reg *types.Registry
+	env *cel.Env
+	err error
+}
+
+var baseEnv = sync.OnceValue(func() (b *celBase) {
+	b = &celBase{}
+	defer func() {
+		if p := recover(); p != nil {
+			b.err = fmt.Errorf("creating the CEL environment failed: %v", p)
+		}
+	}()
+	b.reg, b.err = types.NewRegistry()
+	if b.err != nil {
+		return b
+	}
+	b.env, b.err = cel.NewEnv(
+		// A provider and adapter that are not a *types.Registry are shared, not copied,
+		// by every Extend.
+		cel.CustomTypeProvider(newCELProvider(b.reg)),
+		cel.CustomTypeAdapter(celAdapter{b.reg}),
+		ext.Strings(ext.StringsVersion(CELStringsVersion)),
+		cel.ExtendedValidations(),
+		cel.ParserExpressionSizeLimit(CELMaxExpressionLength),
+	)
+	if b.err == nil {
+		// Build the checker now, once, rather than in the first Extend.
+		_, b.err = b.env.Extend()
+	}
+	return b
+})
+
+// NewArgsEnv returns the CEL environment of tool t's own expressions
+// (idempotent_when, approval_when): one variable, args, whose type is a synthetic
+// object type (toolgen.args.<name with "." as "_">) with t's declared arguments, so a
+// misspelt field or a type mismatch fails to compile. Programs built from it evaluate
+// against the decoded JSON arguments as they are:
+//
+//	env, err := spec.NewArgsEnv(tool)
+//	ast, iss := env.Compile(tool.ApprovalWhen.Source)
+//	prg, err := env.Program(ast, cel.CostLimit(spec.CELCostBudget))
+//	out, _, err := prg.Eval(map[string]any{"args": args}) // args: map[string]any from encoding/json
+//
+// JSON numbers become CEL int or double as the field declares; an absent optional
+// field is tested with has(args.name).
+func NewArgsEnv(t *Tool) (*cel.Env, error) {
+	b := baseEnv()
+	if b.err != nil {
+		return nil, b.err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("spec: NewArgsEnv of a nil tool")
+	}
+	p := newCELProvider(b.reg)
+	args := p.addFields(argsTypeName(t.Name), t.Args)
+	return b.env.Extend(cel.CustomTypeProvider(p), cel.Variable("args", args))
+}
+
+// NewPolicyEnv returns the CEL environment of a policy.yaml rule (POL-1, POL-2). It
+// declares tool, risk, side_effect and trust (strings), principal (an object with id
+// and tenant, strings, and scopes, a list of strings) and args: typed as in
+// [NewArgsEnv] when t is the one builtin tool the rule names, map(string, dyn) when t
+// is nil. Evaluate with principal bound to a map[string]any with keys "id", "tenant"
+// and "scopes" ([]any or []string), within the PolicyMax* bounds.
+func NewPolicyEnv(t *Tool) (*cel.Env, error) {
+	b := baseEnv()
+	if b.err != nil {
+		return nil, b.err
+	}
+	p := newCELProvider(b.reg)
+	p.structs[principalTypeName] = &celStruct{
+		names: []string{"id", "tenant", "scopes"},
+		fields: map[string]*types.FieldType{
+			"id":     mapField("id", types.StringType, nil),
+			"tenant": mapField("tenant", types.StringType, nil),
+			"scopes": mapField("scopes", types.NewListType(types.StringType), nil),
+		},
+	}
+	args := types.NewMapType(types.StringType, types.DynType)
+	if t != nil {
+		args = p.addFields(argsTypeName(t.Name), t.Args)
+	}
+	return b.env.Extend(
+		cel.CustomTypeProvider(p),
+		cel.Variable("tool", types.StringType),
+		cel.Variable("risk", types.StringType),
+		cel.Variable("side_effect", types.StringType),
+		cel.Variable("trust", types.StringType),
+		cel.Variable("principal", types.NewObjectType(principalTypeName)),
+		cel.Variable("args", args),
+	)
+}
+
 // checkToolCEL compiles a tool's idempotent_when and approval_when (SPEC-5).
-func checkToolCEL(r reporter, t *Tool) {}
+func checkToolCEL(r reporter, t *Tool) {
+	if t == nil || (t.IdempotentWhen == nil && t.ApprovalWhen == nil) {
+		return
+	}
+	exprs := []struct {
+		key string
+		e   *Expr
+	}{{"idempotent_when", t.IdempotentWhen}, {"approval_when", t.ApprovalWhen}}
+	env, err := safeEnv(func() (*cel.Env, error) { return NewArgsEnv(t) })
+	for _, x := range exprs {
+		if x.e == nil {
+			continue
+		}
+		if err != nil {
+			r.errorf(x.e.Pos, "SPEC-5", "%s: cannot build the CEL environment of %s: %v", x.key, t.Name, err)
+			continue
+		}
+		checkExpr(r, "SPEC-5", x.key, env, x.e, &celSizes{args: t.Args, typed: true})
+	}
+}
 
 // checkPolicyCEL compiles every policy rule's condition (POL-2, SPEC-5).
-func checkPolicyCEL(r reporter, p *Policy, tree *Tree) {}
+func checkPolicyCEL(r reporter, p *Policy, tree *Tree) {
+	if p == nil {
+		return
+	}
+	type built struct {
+		env *cel.Env
+		err error
+	}
+	envs := map[*Tool]built{}
+	for _, rule := range p.Rules {
+		if rule == nil || rule.When == nil {
+			continue
+		}
+		var tool *Tool
+		if len(rule.Tools) == 1 && tree != nil {
+			tool = tree.Tool(rule.Tools[0].Name)
+		}
+		b, ok := envs[tool]
+		if !ok {
+			b.env, b.err = safeEnv(func() (*cel.Env, error) { return NewPolicyEnv(tool) })
+			envs[tool] = b
+		}
+		label := rule.Effect + "_when"
+		if rule.Name != "" {
+			label = "rule " + rule.Name + ": " + label
+		}
+		if b.err != nil {
+			r.errorf(rule.When.Pos, "POL-2", "%s: cannot build the CEL environment: %v", label, b.err)
+			continue
+		}
+		sizes := &celSizes{policy: true}
+		if tool != nil {
+			sizes.args, sizes.typed = tool.Args, true
+		}
+		checkExpr(r, "POL-2", label, b.env, rule.When, sizes)
+	}
+}
+
+// regexDetail says why the regular expression literal with expression id is invalid
+// (cel-go reports only that it is).
+func regexDetail(env *cel.Env, src string, id int64) (detail string) {
+	defer func() {
+		if recover() != nil {
+			detail = ""
+		}
+	}()
+	parsed, iss := env.Parse(src)
+	if iss != nil && iss.Err() != nil {
+		return ""
+	}
+	for _, x := range celast.MatchDescendants(celast.NavigateAST(parsed.NativeRep()), func(x celast.NavigableExpr) bool { return x.ID() == id }) {
+		if x.Kind() != celast.LiteralKind {
+			continue
+		}
+		if lit, ok := x.AsLiteral().Value().(string); ok {
+			if _, err := regexp.Compile(lit); err != nil {
+				return ": " + err.Error()
+			}
+		}
+	}
+	return ""
+}
+
+func safeEnv(f func() (*cel.Env, error)) (env *cel.Env, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			env, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return f()
+}
+
+// checkExpr compiles e in env and reports, as rule, every error at its position in the
+// YAML file, a result that is not bool, and an estimated cost over CELCostBudget. Each
+// message starts with label (the expression's key).
+func checkExpr(r reporter, rule, label string, env *cel.Env, e *Expr, sizes *celSizes) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.errorf(e.Pos, rule, "%s: the CEL checker failed on this expression: %v", label, p)
+		}
+	}()
+	ast, iss := env.Compile(e.Source)
+	if iss != nil && iss.Err() != nil {
+		m := newExprMap(e)
+		for _, ce := range iss.Errors() {
+			msg := ce.Message
+			if msg == "invalid matches argument" {
+				msg += regexDetail(env, e.Source, ce.ExprID)
+			}
+			r.errorf(m.location(ce.Location, msg), rule, "%s: %s", label, msg)
+		}
+		return
+	}
+	if ast == nil {
+		r.errorf(e.Pos, rule, "%s: the expression did not compile", label)
+		return
+	}
+	if out := ast.OutputType(); !out.IsExactType(types.BoolType) {
+		hint := ""
+		if out.Kind() == types.DynKind {
+			hint = "; its value is only known at run time, so compare it explicitly (for example == true)"
+		}
+		r.errorf(newExprMap(e).start(), rule, "%s: the expression must evaluate to bool, but its type is %s%s", label, out, hint)
+		return
+	}
+	est, err := env.EstimateCost(ast, sizes)
+	if err != nil {
+		r.errorf(newExprMap(e).start(), rule, "%s: cannot estimate the cost of the expression: %v", label, err)
+		return
+	}
+	if est.Max > CELCostBudget {
+		sizes.blame(env, ast)
+		r.errorf(newExprMap(e).start(), rule, "%s: estimated cost %d exceeds the budget of %d; %s", label, est.Max, uint64(CELCostBudget), sizes.advice())
+	}
+}
+
+// celSizes is the checker.CostEstimator of one expression: the sizes of strings and
+// lists come from max_length, max_items and enum of the declared fields, and of the
+// policy's own variables from the PolicyMax* bounds. It records the inputs it could
+// not bound, to name them when the budget is exceeded.
+type celSizes struct {
+	args      []*Field
+	typed     bool // args is the typed args object, not map(string, dyn)
+	policy    bool // the policy variables are declared
+	unbounded []string
+	untyped   bool // an untyped args value was asked about
+	// assumed gives sizes to unbounded inputs, by name, while blame finds out which of
+	// them make the cost exceed the budget.
+	assumed map[string]bool
+}
+
+// blame narrows s.unbounded to the inputs that exceed the budget on their own: those
+// for which the estimate is still over it when every other unbounded input is
+// assumed to hold a single element. When no input does on its own, all stay named.
+func (s *celSizes) blame(env *cel.Env, ast *cel.Ast) {
+	if len(s.unbounded) < 2 {
+		return
+	}
+	var culprits []string
+	for _, name := range s.unbounded {
+		t := &celSizes{args: s.args, typed: s.typed, policy: s.policy, assumed: map[string]bool{}}
+		for _, other := range s.unbounded {
+			if other != name {
+				t.assumed[other] = true
+			}
+		}
+		if est, err := env.EstimateCost(ast, t); err == nil && est.Max > CELCostBudget {
+			culprits = append(culprits, name)
+		}
+	}
+	if len(culprits) > 0 {
+		s.unbounded = culprits
+	}
+}
+
+// EstimateSize implements checker.CostEstimator.
+func (s *celSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	path := n.Path()
+	if len(path) == 0 {
+		return nil
+	}
+	if path[0] == "args" {
+		if !s.typed {
+			if len(path) > 1 {
+				s.untyped = true
+			}
+			return nil
+		}
+		return s.argSize(path[1:])
+	}
+	if !s.policy {
+		return nil
+	}
+	bound := func(max int) *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: uint64(max)} }
+	key := strings.Join(path, ".")
+	switch key {
+	case "tool":
+		return bound(PolicyMaxToolNameLength)
+	case "risk":
+		return bound(longest(Risks))
+	case "side_effect":
+		return bound(longest(SideEffects))
+	case "trust":
+		return bound(longest(Trusts))
+	case "principal.id", "principal.tenant", "principal.scopes.@items":
+		return bound(PolicyMaxPrincipalLength)
+	case "principal.scopes":
+		return bound(PolicyMaxScopes)
+	}
+	return nil
+}
+
+// EstimateCallCost implements checker.CostEstimator: cel-go's own estimates apply.
+func (s *celSizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// argSize bounds the value at path below args (field names, "@items" for an array's
+// elements), or records that it is unbounded.
+func (s *celSizes) argSize(path []string) *checker.SizeEstimate {
+	var f *Field
+	for i, seg := range path {
+		switch {
+		case seg == "@items":
+			if f == nil || f.Type != TypeArray {
+				return nil
+			}
+			f = f.Items
+		case i == 0:
+			f = fieldNamed(s.args, seg)
+		case f.Type == TypeObject:
+			f = fieldNamed(f.Properties, seg)
+		default:
+			return nil
+		}
+		if f == nil {
+			return nil
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	name := func() string {
+		parts := slices.Clone(path)
+		for i, p := range parts {
+			if p == "@items" {
+				parts[i] = "items"
+			}
+		}
+		return "args." + strings.Join(parts, ".")
+	}
+	switch f.Type {
+	case TypeString:
+		if len(f.Enum) > 0 {
+			lo, hi := -1, 0
+			for _, v := range f.Enum {
+				s, _ := v.(string)
+				n := utf8.RuneCountInString(s)
+				if lo < 0 || n < lo {
+					lo = n
+				}
+				hi = max(hi, n)
+			}
+			return &checker.SizeEstimate{Min: uint64(max(lo, 0)), Max: uint64(hi)}
+		}
+		if f.MaxLength != nil {
+			return &checker.SizeEstimate{Min: nonNeg(f.MinLength), Max: uint64(*f.MaxLength)}
+		}
+	case TypeArray:
+		if f.MaxItems != nil {
+			return &checker.SizeEstimate{Min: nonNeg(f.MinItems), Max: uint64(*f.MaxItems)}
+		}
+	default:
+		return nil
+	}
+	n := name()
+	if s.assumed[n] {
+		return &checker.SizeEstimate{Min: 0, Max: 1}
+	}
+	if !slices.Contains(s.unbounded, n) {
+		s.unbounded = append(s.unbounded, n)
+	}
+	return nil
+}
+
+// advice says how to bring an expression's cost within the budget.
+func (s *celSizes) advice() string {
+	var parts []string
+	if len(s.unbounded) > 0 {
+		names := slices.Clone(s.unbounded)
+		slices.Sort(names)
+		parts = append(parts, "bound the inputs it iterates over with max_length (strings) or max_items (arrays) on "+strings.Join(names, ", "))
+	}
+	if s.untyped {
+		parts = append(parts, "args is untyped in this rule: name exactly one tool in its tools so that the tool's max_length and max_items apply")
+	}
+	if len(parts) == 0 {
+		return "simplify it, or lower max_length (strings) and max_items (arrays) on the inputs it iterates over"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func fieldNamed(fields []*Field, name string) *Field {
+	for _, f := range fields {
+		if f != nil && f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func nonNeg(p *int64) uint64 {
+	if p == nil || *p < 0 {
+		return 0
+	}
+	return uint64(*p)
+}
+
+func longest(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n = max(n, utf8.RuneCountInString(s))
+	}
+	return n
+}
+
+// exprMap maps positions inside an expression (a code point offset into Source, or a
+// CEL line and 0-based column) to 1-based line:col positions in the YAML file. It
+// follows the scalar through the file: the opening quote, ” in single-quoted and
+// backslash escapes in double-quoted scalars, line folding in plain, quoted and folded
+// scalars, and the indentation of block scalars. Where the file cannot be followed the
+// last position found is used, and a position outside the file falls back to the
+// scalar's own.
+type exprMap struct {
+	e         *Expr
+	src       []rune
+	lineStart []int // offset of each CEL line (split at \n, as cel-go does)
+	at        []Pos // per offset, len(src)+1
+}
+
+func newExprMap(e *Expr) *exprMap {
+	m := &exprMap{e: e, src: []rune(e.Source), lineStart: []int{0}}
+	for i, r := range m.src {
+		if r == '\n' {
+			m.lineStart = append(m.lineStart, i+1)
+		}
+	}
+	m.at = make([]Pos, len(m.src)+1)
+	m.align()
+	last := Pos{}
+	for i, p := range m.at {
+		if p.Line == 0 || !m.inFile(p) {
+			m.at[i] = last
+			continue
+		}
+		last = p
+	}
+	return m
+}
+
+// location maps the location of a cel-go error (1-based line, 0-based column). cel-go
+// places a field selection at its "." and a call at its "("; when the message names
+// the field or function ('name'), the name itself is reported instead.
+func (m *exprMap) location(loc common.Location, msg string) Pos {
+	if loc == nil {
+		return m.start()
+	}
+	line, col := loc.Line(), loc.Column()
+	if line < 1 || line > len(m.lineStart) || col < 0 {
+		return m.start()
+	}
+	off := m.lineStart[line-1] + col
+	if line < len(m.lineStart) {
+		off = min(off, m.lineStart[line]-1)
+	}
+	off = min(off, len(m.src))
+	return m.offset(m.nameAt(off, msg))
+}
+
+// nameAt moves off from a "." or "(" to the name quoted in msg next to it.
+func (m *exprMap) nameAt(off int, msg string) int {
+	_, rest, ok := strings.Cut(msg, "'")
+	name, _, ok2 := strings.Cut(rest, "'")
+	if !ok || !ok2 || name == "" || off >= len(m.src) {
+		return off
+	}
+	n := []rune(name)
+	switch m.src[off] {
+	case '.':
+		i := off + 1
+		for i < len(m.src) && isSpaceRune(m.src[i]) {
+			i++
+		}
+		if i+len(n) <= len(m.src) && string(m.src[i:i+len(n)]) == name {
+			return i
+		}
+	case '(':
+		i := off
+		for i > 0 && isSpaceRune(m.src[i-1]) {
+			i--
+		}
+		if i-len(n) >= 0 && string(m.src[i-len(n):i]) == name {
+			return i - len(n)
+		}
+	}
+	return off
+}
+
+// start is the position of the expression's first token.
+func (m *exprMap) start() Pos {
+	for i, r := range m.src {
+		if !isSpaceRune(r) {
+			return m.offset(i)
+		}
+	}
+	return m.offset(0)
+}
+
+func (m *exprMap) offset(i int) Pos {
+	if i >= 0 && i < len(m.at) && m.at[i].Line != 0 {
+		return m.at[i]
+	}
+	return m.e.Pos
+}
+
+func (m *exprMap) inFile(p Pos) bool {
+	if len(m.e.lines) == 0 {
+		return p.Line == m.e.Pos.Line && p.Col >= 1
+	}
+	return p.Line >= 1 && p.Line <= len(m.e.lines) && p.Col >= 1 &&
+		p.Col <= utf8.RuneCountInString(strings.TrimSuffix(m.e.lines[p.Line-1], "\r"))+1
+}
+
+func isSpaceRune(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+// align fills m.at by walking the source and the file side by side.
+func (m *exprMap) align() {
+	e := m.e
+	style := e.Style &^ (yaml.TaggedStyle | yaml.FlowStyle)
+	var quote rune
+	switch style {
+	case yaml.DoubleQuotedStyle:
+		quote = '"'
+	case yaml.SingleQuotedStyle:
+		quote = '\''
+	}
+	if len(e.lines) == 0 {
+		// No file text: only a one-line flow scalar can be mapped.
+		if style != yaml.LiteralStyle && style != yaml.FoldedStyle && !strings.Contains(e.Source, "\n") && e.Pos.Line > 0 {
+			q := 0
+			if quote != 0 {
+				q = 1
+			}
+			for i := range m.at {
+				m.at[i] = Pos{e.Pos.Line, e.Pos.Col + q + i}
+			}
+		}
+		return
+	}
+	if e.Pos.Line < 1 || e.Pos.Line > len(e.lines) {
+		return
+	}
+	fileLine := func(l int) []rune {
+		if l < 1 || l > len(e.lines) {
+			return nil
+		}
+		return []rune(strings.TrimSuffix(e.lines[l-1], "\r"))
+	}
+	l, c := e.Pos.Line, max(e.Pos.Col, 1)
+	line := fileLine(l)
+	at := func() rune { // the file's rune under the cursor, -1 at the end of the line
+		if c-1 < len(line) {
+			return line[c-1]
+		}
+		return -1
+	}
+	// skipFile moves the cursor over blanks and line breaks.
+	skipFile := func() {
+		for l <= len(e.lines) {
+			switch at() {
+			case ' ', '\t':
+				c++
+			case -1:
+				l, c = l+1, 1
+				line = fileLine(l)
+			default:
+				return
+			}
+		}
+	}
+	src := m.src
+	i := 0
+	block := style == yaml.LiteralStyle || style == yaml.FoldedStyle
+	if block {
+		// The position is the | or > indicator; the content starts on the next line,
+		// after the block's indentation.
+		l, c = l+1, 1
+		line = fileLine(l)
+		for i < len(src) && isSpaceRune(src[i]) {
+			i++
+		}
+		skipFile()
+		for j := range i {
+			m.at[j] = Pos{l, c}
+		}
+	} else {
+		if e.Style&yaml.TaggedStyle != 0 && at() == '!' {
+			for at() != -1 && at() != ' ' && at() != '\t' {
+				c++
+			}
+			for at() == ' ' || at() == '\t' {
+				c++
+			}
+		}
+		if quote != 0 && at() == quote {
+			c++
+		}
+	}
+	for i < len(src) && l <= len(e.lines) {
+		ch, fc := src[i], at()
+		if quote == '"' && fc == '\\' {
+			if c >= len(line) { // an escaped line break: nothing in the value
+				l, c = l+1, 1
+				line = fileLine(l)
+				for at() == ' ' || at() == '\t' {
+					c++
+				}
+				continue
+			}
+			n := 2
+			switch line[c] {
+			case 'x':
+				n = 4
+			case 'u':
+				n = 6
+			case 'U':
+				n = 10
+			}
+			m.at[i] = Pos{l, c}
+			i, c = i+1, c+n
+			continue
+		}
+		if isSpaceRune(ch) && (fc == -1 || fc == ' ' || fc == '\t') {
+			// Blanks and line breaks: folded, indented or kept, they are whitespace to
+			// CEL, so skip them on both sides.
+			p := Pos{l, c}
+			for i < len(src) && isSpaceRune(src[i]) {
+				m.at[i] = p
+				i++
+			}
+			if i < len(src) {
+				skipFile()
+			}
+			continue
+		}
+		if fc != ch {
+			return // lost: the rest keeps the last position found
+		}
+		m.at[i] = Pos{l, c}
+		i, c = i+1, c+1
+		if quote == '\'' && ch == '\'' {
+			c++ // '' stands for '
+		}
+	}
+	if i == len(src) && l <= len(e.lines) {
+		m.at[i] = Pos{l, c}
+	}
+}

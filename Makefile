@@ -1,0 +1,40 @@
+# toolgen. `make test` is what CI runs (.ci/run); see README.md.
+GO       ?= go
+FUZZTIME ?= 60s
+
+.PHONY: all generate check test vet fmt-check stale unit bench fuzz
+
+all: test
+
+## generate: regenerate gen/ from the specs (the //go:generate line in tools/).
+generate:
+	$(GO) generate ./...
+
+## check: check every spec and print the findings.
+check:
+	$(GO) run ./cmd/toolgen check .
+
+## test: vet, gofmt, stale gen/, unit tests and testscripts.
+test: vet fmt-check stale unit
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l . | grep -v '^testscripts/.*\.txtar$$' || true); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## stale: fail, naming the files, when gen/ is not what the specs produce.
+stale:
+	$(GO) run ./cmd/toolgen generate -check .
+
+unit:
+	$(GO) test -count=1 ./...
+
+## bench: generation benchmarks (figures go to BENCHMARKS.md).
+bench:
+	$(GO) test -run XXX -bench . -benchmem -count 3 ./codegen/ ./spec/
+
+## fuzz: fuzz the spec loader for every file kind.
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./spec/

@@ -1,0 +1,292 @@
+package toolgencli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolgen/toolgen/codegen"
+	"github.com/toolgen/toolgen/spec"
+)
+
+// Exit codes, the diff(1) convention: 0 clean, 1 findings or stale output, 2 trouble.
+const (
+	ExitOK       = 0
+	ExitFindings = 1
+	ExitUsage    = 2
+)
+
+const usage = `toolgen checks tool, server, protocol and policy specs and generates Go wrappers.
+
+Usage:
+	toolgen check [-format text|json|github] [DIR]
+	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
+	toolgen schema tool|server|protocol|policy
+	toolgen version
+
+DIR is the spec root holding tools/, servers/, protocols/ and policy.yaml (default ".").
+OUT defaults to DIR/gen and the package name to OUT's base name.
+Exit status: 0 clean, 1 findings or stale output, 2 usage or I/O error.
+`
+
+// Run runs toolgen with args (without the program name) and returns the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "check":
+		return runCheck(rest, stdout, stderr)
+	case "generate":
+		return runGenerate(rest, stdout, stderr)
+	case "schema":
+		return runSchema(rest, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "toolgen", version())
+		return ExitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	default:
+		fmt.Fprintf(stderr, "toolgen: unknown command %q\n\n%s", cmd, usage)
+		return ExitUsage
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// parseInterleaved parses flags that may come before or after the one positional DIR,
+// as in "toolgen generate . -check" and "toolgen generate -check .".
+func parseInterleaved(fs *flag.FlagSet, args []string) (dir string, err error) {
+	dir = "."
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(positional) {
+	case 0:
+	case 1:
+		dir = positional[0]
+	default:
+		return "", fmt.Errorf("expected at most one spec directory, got %s", strings.Join(positional, " "))
+	}
+	return dir, nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("toolgen "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fs
+}
+
+func formatFlag(fs *flag.FlagSet) *string {
+	return fs.String("format", "text", "diagnostics format: text, json or github")
+}
+
+func checkFormat(f string) (spec.Format, error) {
+	switch spec.Format(f) {
+	case spec.FormatText, spec.FormatJSON, spec.FormatGitHub:
+		return spec.Format(f), nil
+	}
+	return "", fmt.Errorf("unknown -format %q: use text, json or github", f)
+}
+
+// load loads DIR and prints its diagnostics. ok is false when the caller must stop;
+// code is then the exit code.
+func load(dir string, format spec.Format, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
+	tree, diags, err := spec.LoadDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: %v\n", err)
+		return nil, ExitUsage, false
+	}
+	if len(diags) > 0 || format == spec.FormatJSON {
+		// Findings go to stdout in the machine formats, stderr as text, like go vet.
+		w := stderr
+		if format != spec.FormatText {
+			w = stdout
+		}
+		if err := diags.Write(w, format); err != nil {
+			fmt.Fprintf(stderr, "toolgen: %v\n", err)
+			return nil, ExitUsage, false
+		}
+	}
+	if len(diags) > 0 {
+		if format == spec.FormatText {
+			fmt.Fprintf(stderr, "toolgen: %d %s\n", len(diags), plural(len(diags), "problem", "problems"))
+		}
+		return tree, ExitFindings, false
+	}
+	return tree, ExitOK, true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", stderr)
+	format := formatFlag(fs)
+	dir, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError(err, stderr)
+	}
+	f, err := checkFormat(*format)
+	if err != nil {
+		return usageError(err, stderr)
+	}
+	_, code, _ := load(dir, f, stdout, stderr)
+	return code
+}
+
+func runGenerate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("generate", stderr)
+	format := formatFlag(fs)
+	out := fs.String("o", "", "output directory (default DIR/gen)")
+	pkg := fs.String("pkg", "", "Go package name of the output (default: the output directory's base name)")
+	check := fs.Bool("check", false, "write nothing; exit 1 and name the stale files if OUT is not what the specs produce")
+	verbose := fs.Bool("v", false, "print every tool generated and every file written")
+	dir, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError(err, stderr)
+	}
+	f, err := checkFormat(*format)
+	if err != nil {
+		return usageError(err, stderr)
+	}
+	if *out == "" {
+		*out = filepath.Join(dir, "gen")
+	}
+	if *pkg == "" {
+		abs, err := filepath.Abs(*out)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		*pkg = strings.ReplaceAll(filepath.Base(abs), "-", "_")
+	}
+	if !goIdent(*pkg) {
+		return usageError(fmt.Errorf("package name %q is not a Go identifier; use -pkg", *pkg), stderr)
+	}
+	tree, code, ok := load(dir, f, stdout, stderr)
+	if !ok {
+		return code
+	}
+	files, err := codegen.Generate(tree, codegen.Options{Package: *pkg})
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: generate: %v\n", err)
+		return ExitUsage
+	}
+	changes, err := codegen.Sync(*out, files, *check)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: %v\n", err)
+		return ExitUsage
+	}
+	if *check {
+		if len(changes) == 0 {
+			if *verbose {
+				fmt.Fprintf(stdout, "%s is up to date (%d files)\n", *out, len(files))
+			}
+			return ExitOK
+		}
+		for _, c := range changes {
+			what := "is stale"
+			switch {
+			case c.Action == "delete":
+				what = "is left over from a removed spec"
+			case !exists(filepath.Join(*out, c.Name)):
+				what = "is missing"
+			}
+			fmt.Fprintf(stderr, "%s %s\n", filepath.Join(*out, c.Name), what)
+		}
+		fmt.Fprintf(stderr, "toolgen: %d generated %s out of date; run go generate ./... (or toolgen generate %s)\n",
+			len(changes), plural(len(changes), "file is", "files are"), dir)
+		return ExitFindings
+	}
+	if *verbose {
+		printSummary(stdout, tree, *out, files, changes)
+	}
+	return ExitOK
+}
+
+func printSummary(w io.Writer, tree *spec.Tree, out string, files []codegen.File, changes []codegen.Change) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tKIND\tSIDE EFFECT\tIDEMPOTENCY\tRISK\tWATERMARK")
+	for _, t := range tree.Tools {
+		wm := "-"
+		if t.Idempotency != "idempotent" {
+			wm = "Prepare/Commit"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.SideEffect, t.Idempotency, t.Risk, wm)
+	}
+	tw.Flush()
+	written, deleted := 0, 0
+	for _, c := range changes {
+		fmt.Fprintf(w, "%s %s\n", c.Action, filepath.Join(out, c.Name))
+		if c.Action == "delete" {
+			deleted++
+		} else {
+			written++
+		}
+	}
+	fmt.Fprintf(w, "%d tools, %d servers, %d protocols; %d files in %s: %d written, %d deleted, %d unchanged\n",
+		len(tree.Tools), len(tree.Servers), len(tree.Protocols), len(files), out, written, deleted, len(files)-written)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func goIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func runSchema(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		return usageError(errors.New("schema takes one file kind: tool, server, protocol or policy"), stderr)
+	}
+	b, ok := spec.FileSchema(args[0])
+	if !ok {
+		return usageError(fmt.Errorf("unknown file kind %q: use tool, server, protocol or policy", args[0]), stderr)
+	}
+	stdout.Write(b)
+	return ExitOK
+}
+
+func usageError(err error, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "toolgen: %v\n", err)
+	return ExitUsage
+}

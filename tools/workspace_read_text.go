@@ -1,0 +1,144 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/toolgen/toolgen/gen"
+	"github.com/toolgen/toolgen/runtime"
+)
+
+// Failure codes of workspace.read_text besides the shared workspace ones.
+const (
+	codeNotText       = "not_text"       // invalid UTF-8 or NUL bytes: a binary file
+	codeInvalidOffset = "invalid_offset" // past the end, or inside a UTF-8 character
+)
+
+// workspaceReadText implements workspace.read_text (idempotent: it only reads).
+type workspaceReadText struct{}
+
+func (workspaceReadText) Run(ctx context.Context, tc *runtime.ExecContext, args gen.WorkspaceReadTextArgs) (gen.WorkspaceReadTextResult, error) {
+	var res gen.WorkspaceReadTextResult
+	if args.Offset < 0 || args.MaxBytes < utf8.UTFMax {
+		// The schema says as much; the check keeps a direct call from panicking.
+		return res, runtime.Failf(codeInvalidOffset, "offset must be at least 0 and max_bytes at least %d", utf8.UTFMax)
+	}
+	ws, err := openWorkspace(tc)
+	if err != nil {
+		return res, err
+	}
+	p, err := cleanPath(args.Path)
+	if err != nil {
+		return res, err
+	}
+	rp, err := ws.resolve(p)
+	if err != nil {
+		return res, err
+	}
+	if !rp.exists {
+		return res, runtime.Failf(codeNotFound, "%s does not exist", args.Path)
+	}
+	r, err := ws.openRoot()
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	f, err := r.Open(rp.rel)
+	if err != nil {
+		return res, fmt.Errorf("open %s: %w", rp.rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("stat %s: %w", rp.rel, err)
+	case fi.IsDir():
+		return res, runtime.Failf(codeIsDirectory, "%s is a directory; use workspace.list", args.Path)
+	case !fi.Mode().IsRegular():
+		return res, runtime.Failf(codeNotRegularFile, "%s is not a regular file", args.Path)
+	}
+
+	// One pass hashes the whole file and keeps the requested window (plus one byte, to
+	// learn whether the file goes on), so the digest and the text describe the same bytes
+	// even if the file is replaced meanwhile.
+	h := sha256.New()
+	win := &windowWriter{skip: args.Offset, keep: args.MaxBytes + 1}
+	size, err := io.Copy(io.MultiWriter(h, win), readerCtx{ctx, f})
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", rp.rel, err)
+	}
+	if args.Offset > size {
+		return res, runtime.Failf(codeInvalidOffset, "offset %d is past the end of %s (%d bytes)", args.Offset, args.Path, size)
+	}
+	text := win.buf
+	truncated := int64(len(text)) > args.MaxBytes
+	if truncated {
+		text = trimPartialRune(text[:args.MaxBytes])
+	}
+	if len(text) > 0 && !utf8.RuneStart(text[0]) {
+		return res, runtime.Failf(codeInvalidOffset, "offset %d of %s falls inside a UTF-8 character; start at a character boundary such as a previous next_offset", args.Offset, args.Path)
+	}
+	if !utf8.Valid(text) || bytes.IndexByte(text, 0) >= 0 {
+		return res, runtime.Failf(codeNotText, "%s is not UTF-8 text (it holds invalid UTF-8 or NUL bytes)", args.Path)
+	}
+	res.Text = string(text)
+	res.Size = size
+	res.Sha256 = hex.EncodeToString(h.Sum(nil))
+	res.NextOffset = args.Offset + int64(len(text))
+	res.Truncated = res.NextOffset < size
+	return res, nil
+}
+
+// windowWriter keeps at most keep bytes after skipping the first skip bytes written.
+type windowWriter struct {
+	skip, keep int64
+	buf        []byte
+}
+
+func (w *windowWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if w.skip >= int64(len(p)) {
+		w.skip -= int64(len(p))
+		return n, nil
+	}
+	p = p[w.skip:]
+	w.skip = 0
+	if room := w.keep - int64(len(w.buf)); room < int64(len(p)) {
+		p = p[:max(room, 0)]
+	}
+	w.buf = append(w.buf, p...)
+	return n, nil
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b, so a window that
+// stops inside a character ends before it (max_bytes is at least 4, so a window always
+// keeps one whole character).
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// readerCtx stops a long read when the call is cancelled.
+type readerCtx struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r readerCtx) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
