@@ -169,7 +169,11 @@ func checkIdents(gens []*toolGen) error {
 	for _, tg := range gens {
 		for _, id := range tg.idents() {
 			if prev, dup := owner[id]; dup {
-				errs = append(errs, fmt.Errorf("codegen: %s and %s both generate the Go identifier %s; check the specs first", prev, tg.t.File, id))
+				if prev == tg.t.File {
+					errs = append(errs, fmt.Errorf("codegen: %s generates the Go identifier %s twice; rename an enum value or field", prev, id))
+				} else {
+					errs = append(errs, fmt.Errorf("codegen: %s and %s both generate the Go identifier %s; rename one of them", prev, tg.t.File, id))
+				}
 				continue
 			}
 			owner[id] = tg.t.File

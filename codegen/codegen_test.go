@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"go/build"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"math/rand/v2"
@@ -106,11 +107,17 @@ func firstDiff(want, got string) string {
 }
 
 func TestDeterministic(t *testing.T) {
-	tree := loadTree(t, specDir)
+	for _, dir := range []string{specDir, "testdata/edge"} {
+		testDeterministic(t, dir)
+	}
+}
+
+func testDeterministic(t *testing.T, dir string) {
+	tree := loadTree(t, dir)
 	first := generate(t, tree)
 	for i := range 10 {
 		// A tree in another order, loaded again, must give the same bytes.
-		other := loadTree(t, specDir)
+		other := loadTree(t, dir)
 		rand.New(rand.NewPCG(uint64(i), 1)).Shuffle(len(other.Tools), func(a, b int) {
 			other.Tools[a], other.Tools[b] = other.Tools[b], other.Tools[a]
 		})
@@ -120,7 +127,15 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 	if !slices.IsSortedFunc(first, func(a, b File) int { return strings.Compare(a.Name, b.Name) }) {
-		t.Error("files are not sorted by name")
+		t.Errorf("%s: files are not sorted by name", dir)
+	}
+	for _, f := range first {
+		if !strings.HasSuffix(f.Name, ".go") {
+			continue
+		}
+		if formatted, err := format.Source(f.Data); err != nil || !bytes.Equal(formatted, f.Data) {
+			t.Errorf("%s: %s is not gofmt'd (%v)", dir, f.Name, err)
+		}
 	}
 }
 

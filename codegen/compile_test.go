@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestGeneratedCodeCompiles writes the code generated from testdata/specs into a
-// temporary module that uses this repository's runtime (through a replace directive),
+// TestGeneratedCodeCompiles writes the code generated from testdata/specs (and from
+// testdata/edge) into a temporary module that uses this repository's runtime (through a replace directive),
 // then runs go vet and the behaviour tests in testdata/compile/gen on it, and checks
 // that the packages in testdata/compile/bad, which pass a Run-only implementation to a
 // watermarked tool's constructor, do not compile (GEN-2).
@@ -50,6 +50,14 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 	if _, err := Sync(filepath.Join(mod, "gen"), files, false); err != nil {
 		t.Fatal(err)
 	}
+	// testdata/edge: keywords as names, hostile descriptions, nested arrays, no args.
+	edge, err := Generate(loadTree(t, "testdata/edge"), Options{Package: "edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Sync(filepath.Join(mod, "edge"), edge, false); err != nil {
+		t.Fatal(err)
+	}
 
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(goBin, args...)
@@ -60,11 +68,17 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), err
 	}
-	if out, err := run("build", "./gen"); err != nil {
-		t.Fatalf("go build ./gen: %v\n%s", err, out)
+	if out, err := run("build", "./gen", "./edge"); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	if out, err := run("vet", "./gen"); err != nil {
-		t.Fatalf("go vet ./gen: %v\n%s", err, out)
+	if out, err := run("vet", "./gen", "./edge"); err != nil {
+		t.Fatalf("go vet: %v\n%s", err, out)
+	}
+	if gofmt, err := exec.LookPath("gofmt"); err == nil {
+		out, err := exec.Command(gofmt, "-s", "-l", filepath.Join(mod, "gen"), filepath.Join(mod, "edge")).CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("gofmt -s -l lists generated files (%v):\n%s", err, out)
+		}
 	}
 	if out, err := run("test", "-count=1", "./gen"); err != nil {
 		t.Fatalf("go test ./gen: %v\n%s", err, out)

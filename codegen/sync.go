@@ -1,7 +1,6 @@
 package codegen
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -76,9 +75,9 @@ func Sync(outDir string, files []File, check bool) ([]Change, error) {
 		var ours bool
 		switch {
 		case strings.HasSuffix(name, ".go"):
-			ours, err = startsWith(path, Header+"\n")
+			ours, err = startsWith(path, Header+"\n", Header+"\r\n")
 		case name == CatalogFile:
-			ours, err = startsWith(path, "{\n  \"tools\": [")
+			ours, err = startsWith(path, "{\n  \"tools\": [", "{\r\n  \"tools\": [")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("codegen: sync: %w", err)
@@ -97,21 +96,29 @@ func Sync(outDir string, files []File, check bool) ([]Change, error) {
 	return changes, nil
 }
 
-// startsWith reports whether the file at path begins with prefix.
-func startsWith(path, prefix string) (bool, error) {
+// startsWith reports whether the file at path begins with one of prefixes (a checkout
+// with CRLF line endings still holds toolgen's files).
+func startsWith(path string, prefixes ...string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	buf := make([]byte, len(prefix))
-	if _, err := io.ReadFull(bufio.NewReader(f), buf); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return false, nil
-		}
+	n := 0
+	for _, p := range prefixes {
+		n = max(n, len(p))
+	}
+	buf := make([]byte, n)
+	m, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return false, err
 	}
-	return string(buf) == prefix, nil
+	for _, p := range prefixes {
+		if bytes.HasPrefix(buf[:m], []byte(p)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // writeFile replaces path with data atomically: a crash leaves the old file or the

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -155,6 +156,7 @@ func TestSyncLeavesOtherFilesAlone(t *testing.T) {
 	// A generated file of a tool that no longer exists, and a stale catalog.
 	stale := Header + "\n// source: tools/old.tool.yaml\n\npackage gen\n"
 	os.WriteFile(filepath.Join(dir, "tool.old.tool.gen.go"), []byte(stale), 0o644)
+	os.WriteFile(filepath.Join(dir, "tool.crlf.tool.gen.go"), []byte(strings.ReplaceAll(stale, "\n", "\r\n")), 0o644)
 
 	files := generate(t, loadTree(t, specDir))
 	changes := mustSync(t, dir, files, false)
@@ -163,8 +165,10 @@ func TestSyncLeavesOtherFilesAlone(t *testing.T) {
 			t.Errorf("Sync changed %s (%s), which it did not generate", c.Name, c.Action)
 		}
 	}
-	if !slices.Contains(changes, Change{Name: "tool.old.tool.gen.go", Action: ActionDelete}) {
-		t.Errorf("Sync = %v, want the stale generated file deleted", changes)
+	for _, stale := range []string{"tool.crlf.tool.gen.go", "tool.old.tool.gen.go"} {
+		if !slices.Contains(changes, Change{Name: stale, Action: ActionDelete}) {
+			t.Errorf("Sync = %v, want the stale generated file %s deleted", changes, stale)
+		}
 	}
 	got := readDir(t, dir)
 	for name, data := range others {

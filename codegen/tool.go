@@ -453,21 +453,33 @@ func (tg *toolGen) defaultFields(fields []*spec.Field, given map[string]any) []j
 
 // defaultValue renders v, a default of field fd, as a Go expression of fd's type.
 func (tg *toolGen) defaultValue(fd *spec.Field, v any) jen.Code {
+	return tg.defaultLit(fd, v, false)
+}
+
+// defaultLit is defaultValue; elide leaves out the type of a composite literal, as
+// inside a slice literal (gofmt -s style: [][]T{{...}}, not [][]T{[]T{...}}).
+func (tg *toolGen) defaultLit(fd *spec.Field, v any, elide bool) jen.Code {
 	if fd.Enum != nil {
 		if i := slices.Index(fd.Enum, v); i >= 0 {
 			return jen.Id(tg.g.EnumConsts[fd][i])
 		}
 	}
+	typ := func(t jen.Code) *jen.Statement {
+		if elide {
+			return jen.Null()
+		}
+		return jen.Add(t)
+	}
 	switch x := v.(type) {
 	case []any:
-		return jen.Index().Add(tg.goType(fd.Items)).ValuesFunc(func(g *jen.Group) {
+		return typ(jen.Index().Add(tg.goType(fd.Items))).ValuesFunc(func(g *jen.Group) {
 			for _, e := range x {
-				g.Add(tg.defaultValue(fd.Items, e))
+				g.Add(tg.defaultLit(fd.Items, e, true))
 			}
 		})
 	case map[string]any:
 		// Properties in declaration order; the map is only looked up.
-		return jen.Id(tg.g.Types[fd]).Values(tg.defaultFields(fd.Properties, x)...)
+		return typ(jen.Id(tg.g.Types[fd])).Values(tg.defaultFields(fd.Properties, x)...)
 	}
 	return scalarLit(v)
 }
@@ -485,6 +497,9 @@ func scalarLit(v any) jen.Code {
 }
 
 func floatLit(x float64) string {
+	if x == 0 {
+		return "0" // not -0
+	}
 	if x == math.Trunc(x) && math.Abs(x) < 1e21 {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}

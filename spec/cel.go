@@ -242,6 +242,12 @@ func regexDetail(env *cel.Env, src string, id int64) (detail string) {
 	return ""
 }
 
+// oneLine escapes the line breaks and tabs a cel-go message may quote from the
+// expression, so that a diagnostic stays on one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`, "\t", `\t`).Replace(s)
+}
+
 func safeEnv(f func() (*cel.Env, error)) (env *cel.Env, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -268,7 +274,7 @@ func checkExpr(r reporter, rule, label string, env *cel.Env, e *Expr, sizes *cel
 			if msg == "invalid matches argument" {
 				msg += regexDetail(env, e.Source, ce.ExprID)
 			}
-			r.errorf(m.location(ce.Location, msg), rule, "%s: %s", label, msg)
+			r.errorf(m.location(ce.Location, msg), rule, "%s: %s", label, oneLine(msg))
 		}
 		return
 	}
