@@ -141,7 +141,7 @@ func (tg *toolGen) structDecl(f *jen.File, name string, doc []string, fields []*
 			comment(g, fieldDoc(fd))
 			tag := fd.Name
 			if !fd.Required {
-				if _, isStruct := tg.g.Types[fd]; isStruct && fd.Type == spec.TypeObject {
+				if fd.Type == spec.TypeObject {
 					tag += ",omitzero" // omitempty never omits a struct
 				} else {
 					tag += ",omitempty"
