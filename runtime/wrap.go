@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // These helpers are what generated wrappers call; they keep the generated files short
@@ -27,8 +29,12 @@ func DecodeArgs(raw json.RawMessage, into any) error {
 
 // StructuredResult wraps a successful typed result: the JSON goes to Structured and, as
 // one text item labelled with the spec's output trust, to Content.
+//
+// A nil slice in a field that is not omitempty is encoded as [] rather than null: the
+// generated output schema requires an array there, and a nil slice is how Go spells
+// "no items".
 func StructuredResult(spec *ToolSpec, result any) (ToolResult, error) {
-	b, err := json.Marshal(result)
+	b, err := json.Marshal(withEmptySlices(result))
 	if err != nil {
 		return ToolResult{}, fmt.Errorf("%s: encode result: %w", spec.Name, err)
 	}
@@ -47,4 +53,44 @@ func FailureResult(err error) (ToolResult, error) {
 		return ToolResult{OK: false, Failure: f}, nil
 	}
 	return ToolResult{}, err
+}
+
+// withEmptySlices returns v with every nil slice that encoding/json would write as null
+// (a field without omitempty/omitzero, at any depth) replaced by an empty slice. v is
+// copied first, so the caller's value is not modified at the top level.
+func withEmptySlices(v any) any {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Struct {
+		return v
+	}
+	cp := reflect.New(rv.Type()).Elem()
+	cp.Set(rv)
+	fillNilSlices(cp)
+	return cp.Interface()
+}
+
+func fillNilSlices(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			fv := v.Field(i)
+			tag := f.Tag.Get("json")
+			if fv.Kind() == reflect.Slice && fv.IsNil() {
+				if !strings.Contains(tag, ",omitempty") && !strings.Contains(tag, ",omitzero") && tag != "-" {
+					fv.Set(reflect.MakeSlice(fv.Type(), 0, 0))
+				}
+				continue
+			}
+			fillNilSlices(fv)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			fillNilSlices(v.Index(i))
+		}
+	}
 }

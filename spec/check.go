@@ -213,7 +213,7 @@ func checkGoIdents(tree *Tree, rep func(string) reporter, disp func(string) stri
 				pkg[id.name] = id
 				continue
 			}
-			if first.tool == id.tool && first.pos == id.pos {
+			if first.tool == id.tool && first.pos == id.pos && first.what == id.what {
 				continue
 			}
 			k := pair{site{first.tool, first.pos, first.what}, site{id.tool, id.pos, id.what}}

@@ -133,8 +133,8 @@ func (t *Tool) idents() (pkg []goIdent, structs map[string][]goIdent) {
 			for x := f; x != nil; x = x.Items {
 				if tn, ok := g.Types[x]; ok {
 					pkg = append(pkg, goIdent{name: tn, tool: t, pos: f.Pos, what: "field " + f.Name})
-					for _, c := range g.EnumConsts[x] {
-						pkg = append(pkg, goIdent{name: c, tool: t, pos: f.Pos, what: "enum of field " + f.Name})
+					for i, c := range g.EnumConsts[x] {
+						pkg = append(pkg, goIdent{name: c, tool: t, pos: x.EnumPos[i], what: fmt.Sprintf("enum value %#v of field %s", x.Enum[i], f.Name)})
 					}
 					if x.Type == TypeObject {
 						walk(tn, x.Properties)

@@ -92,6 +92,7 @@ type Field struct {
 	Type        string
 	Description string
 	Enum        []any // string or int64 values
+	EnumPos     []Pos // where each enum value is written
 	Default     any   // string, int64, float64, bool, []any or map[string]any; nil when absent
 	HasDefault  bool
 	Min, Max    *float64

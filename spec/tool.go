@@ -352,6 +352,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 				}
 				seen[v] = true
 				values = append(values, v)
+				f.EnumPos = append(f.EnumPos, posOf(e))
 			}
 			f.Enum = values
 		}
