@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -9,40 +8,25 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgen/toolgen/internal/names"
 )
 
-// segment is one dot-separated part of a registry name, and also the grammar of
-// argument names, server ids, mode names and protocol names: lower_snake_case with no
-// leading, trailing or double underscore (SPEC-1).
-var segment = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+// segment is the grammar of one name segment, argument, server, mode and protocol
+// name (SPEC-1); see internal/names.
+var segment = names.Segment
 
-// MaxNameBytes bounds a registry name (SPEC-1); the wire name replaces "." with "__",
-// so a 64-byte name stays within the 128 characters real MCP clients accept.
-const MaxNameBytes = 64
+// MaxNameBytes bounds a registry name (SPEC-1).
+const MaxNameBytes = names.MaxBytes
 
 // ReservedDomains belong to adapters; a builtin spec in one of them is an error (SPEC-2).
-var ReservedDomains = []string{"device", "mcp", "sandbox"}
+var ReservedDomains = names.ReservedDomains
 
 // CheckName returns why name is not a valid registry name, or "" (SPEC-1).
-func CheckName(name string) string {
-	if len(name) > MaxNameBytes {
-		return fmt.Sprintf("is %d bytes long; names are at most %d bytes", len(name), MaxNameBytes)
-	}
-	parts := strings.Split(name, ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return "must have two or three dot-separated segments (domain.name or mcp.server.name)"
-	}
-	for _, p := range parts {
-		if !segment.MatchString(p) {
-			return fmt.Sprintf("has segment %q; each segment is lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", p)
-		}
-	}
-	return ""
-}
+func CheckName(name string) string { return names.Check(name) }
 
-// WireName is the name served to MCP clients: dots become "__", a bijection because a
-// segment never contains "__" (SPEC-1).
-func WireName(name string) string { return strings.ReplaceAll(name, ".", "__") }
+// WireName is the name served to MCP clients: dots become "__" (SPEC-1).
+func WireName(name string) string { return names.Wire(name) }
 
 var toolKeys = []string{
 	"name", "version", "kind", "description", "side_effect", "idempotency", "idempotent_when",
