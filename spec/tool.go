@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -419,6 +420,10 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 		var x float64
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&x) != nil {
 			return bad()
+		}
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			r.errorf(posOf(n), "SPEC-4", "%s must be a finite number, found %s (JSON has no infinities or NaN)", what, n.Value)
+			return nil, false
 		}
 		if !inRange(r, f, x, n, what) {
 			return nil, false

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,6 +26,22 @@ func posOf(n *yaml.Node) Pos {
 	return Pos{Line: n.Line, Col: n.Column}
 }
 
+// yamlParserProblems are the problems yaml.v3's parser (not its scanner) reports
+// (parserc.go, yaml_parser_set_parser_error*).
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
 var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseDocument parses one YAML document and returns its root node (a mapping), or nil
@@ -36,6 +54,9 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 			root = nil
 		}
 	}()
+	if !checkEncoding(r, data) {
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -68,10 +89,49 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 	return root
 }
 
+// checkEncoding rejects what would make the parser's positions differ from an editor's:
+// a UTF-16 file (yaml.v3 decodes one after a byte order mark, while the positions of CEL
+// expressions are computed on the file's bytes), and the line breaks YAML counts and
+// editors and diffs do not show (NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR: every line
+// number after one would be wrong). Found by FuzzLoad.
+func checkEncoding(r reporter, data []byte) bool {
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		r.errorf(Pos{1, 1}, "yaml", "spec files are UTF-8; this one is UTF-16")
+		return false
+	}
+	ok := true
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		c, size := utf8.DecodeRune(data[i:])
+		i += size
+		switch c {
+		case '\n':
+			line, col = line+1, 1
+			continue
+		case '\r':
+			if i < len(data) && data[i] == '\n' {
+				continue
+			}
+			line, col = line+1, 1
+			continue
+		case '\u0085', '\u2028', '\u2029':
+			r.errorf(Pos{line, col}, "yaml", "character %U is a line break to YAML but not to editors; remove it, or write it as the escape \\u%04X in a double-quoted string", c, c)
+			ok = false
+		}
+		col++
+	}
+	return ok
+}
+
 func reportYAMLError(r reporter, err error) {
 	msg := err.Error()
 	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		// yaml.v3 prints a scanner error's line 1-based but a parser error's 0-based
+		// (decode.go, parser.fail): the parser's problems are a closed list.
+		if slices.Contains(yamlParserProblems, m[2]) {
+			line++
+		}
 		r.errorf(Pos{Line: line, Col: 1}, "yaml", "%s", m[2])
 		return
 	}
@@ -261,6 +321,10 @@ func (m *mapping) number(key string) (float64, bool) {
 	var f float64
 	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&f) != nil {
 		m.r.errorf(posOf(v), "schema", "%s must be a number, found %s", key, kindName(v))
+		return 0, false
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		m.r.errorf(posOf(v), "SPEC-4", "%s must be a finite number, found %s (JSON has no infinities or NaN)", key, v.Value)
 		return 0, false
 	}
 	return f, true

@@ -7,6 +7,10 @@
 //	go test ./testscripts/ -run TestScripts/gen_golden
 //	go test ./testscripts/ -update              # rewrite golden sections after a deliberate change
 //
+// Besides testscript's own commands, scripts may use "exitcode N program [args...]",
+// which runs program like exec and requires exit status N (toolgen exits 1 on
+// findings and 2 on usage or I/O errors; "! exec" cannot tell them apart).
+//
 // Scripts that build Go code (the external-module scripts) use the machine's go
 // command and module cache offline; they are skipped with -short.
 package testscripts

@@ -1,11 +1,13 @@
 package testscripts
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +47,9 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitCode,
+		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
 			env.Setenv("REPO", repo)
@@ -71,4 +76,32 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 	})
+}
+
+// cmdExitCode is "exitcode N program [args...]": it runs program like exec (stdout and
+// stderr are kept for the stdout, stderr and cmp commands that follow) and requires its
+// exit status to be exactly N, so that a script can tell findings (1) from usage
+// errors (2), which "! exec" cannot.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exitcode")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
 }
