@@ -184,7 +184,7 @@ func checkWF1(r reporter, p *Protocol, tree *Tree, disp func(string) string) {
 		if ex.ConfersApproval {
 			why = append(why, fmt.Sprintf("confers_approval in %s", disp(tree.Tool(name).File)))
 		}
-		r.errorf(second, rule, "exclusive tool %s is held by %d modes (%s): an approval-conferring tool must belong to exactly one mode (%s)",
+		r.errorf(second, rule, "exclusive tool %s is held by %d modes (%s): an exclusive tool belongs to exactly one mode (%s)",
 			name, len(modes), strings.Join(modes, ", "), strings.Join(why, "; "))
 	}
 }

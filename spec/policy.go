@@ -84,7 +84,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 			if rm.has(c.key) {
 				n++
 				if n == 1 {
-					rule.Effect, rule.When = c.effect, exprOf(rm, c.key, lines)
+					rule.Effect, rule.When = c.effect, exprOf(rm, c.key, "POL-2", lines)
 				}
 			}
 		}

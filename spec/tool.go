@@ -150,8 +150,8 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 			}
 		}
 	}
-	t.IdempotentWhen = exprOf(m, "idempotent_when", lines)
-	t.ApprovalWhen = exprOf(m, "approval_when", lines)
+	t.IdempotentWhen = exprOf(m, "idempotent_when", "SPEC-5", lines)
+	t.ApprovalWhen = exprOf(m, "approval_when", "SPEC-5", lines)
 
 	checkIdempotency(r, t, m)
 
@@ -166,13 +166,13 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 
 var scopePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*([.:][a-z0-9_]+)*$`)
 
-func exprOf(m *mapping, key string, lines []string) *Expr {
+func exprOf(m *mapping, key, rule string, lines []string) *Expr {
 	s, ok := m.str(key)
 	if !ok {
 		return nil
 	}
 	if strings.TrimSpace(s) == "" {
-		m.r.errorf(m.at(key), "SPEC-5", "%s must not be empty", key)
+		m.r.errorf(m.at(key), rule, "%s must not be empty", key)
 		return nil
 	}
 	v := m.get(key)
