@@ -1,0 +1,407 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+)
+
+// CEL at run time: a tool's idempotent_when and approval_when, and the conditions of
+// the operator's policy rules (POL-1), compiled once at registration and evaluated on
+// every call.
+//
+// The expressions were parsed, type-checked against the tool's declared argument
+// types and cost-estimated at build time by package spec (SPEC-5, POL-2). The runtime
+// cannot import spec, so it rebuilds the same language here: the standard library,
+// ext.Strings at [CELStringsVersion], cel.ExtendedValidations and the same parser
+// limit. What differs is only the declared types: args is map(string, dyn) and the
+// policy's principal is map(string, dyn), because the build already checked the
+// types; an expression that checked there compiles here. The result type may
+// therefore be dyn here where it was bool there (approval_when: "args.force"); a
+// non-bool value at evaluation is an error.
+//
+// Evaluation enforces the build's cost budget as a hard limit (cel.CostLimit), so an
+// input larger than the build assumed stops the evaluation instead of running on, and
+// honours the context: a deadline or cancellation stops a comprehension between
+// iterations. The tests of internal/celparity hold these constants equal to spec's.
+const (
+	// CELStringsVersion must equal spec.CELStringsVersion.
+	CELStringsVersion = 5
+	// CELCostBudget must equal spec.CELCostBudget.
+	CELCostBudget = 1_000_000
+	// CELMaxExpressionLength must equal spec.CELMaxExpressionLength.
+	CELMaxExpressionLength = 4096
+)
+
+// Bounds of the policy variables other than args, as the build assumed them when it
+// estimated the cost of policy rules. [Policy.Decide] enforces them: a rule is not
+// evaluated on a longer value (see there). They must equal spec's PolicyMax*.
+const (
+	PolicyMaxToolNameLength  = 128 // code points of tool
+	PolicyMaxPrincipalLength = 256 // code points of principal.id, principal.tenant and of each scope
+	PolicyMaxScopes          = 256 // number of principal.scopes
+)
+
+// celInterruptCheckFrequency is how many comprehension iterations run between two
+// looks at the context.
+const celInterruptCheckFrequency = 64
+
+type celEnvs struct {
+	tool, policy *cel.Env
+	err          error
+}
+
+var celEnvironments = sync.OnceValue(func() (e celEnvs) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.err = fmt.Errorf("runtime: creating the CEL environment failed: %v", p)
+		}
+	}()
+	base, err := cel.NewEnv(
+		ext.Strings(ext.StringsVersion(CELStringsVersion)),
+		cel.ExtendedValidations(),
+		cel.ParserExpressionSizeLimit(CELMaxExpressionLength),
+	)
+	if err != nil {
+		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
+		return e
+	}
+	dynMap := types.NewMapType(types.StringType, types.DynType)
+	if e.tool, err = base.Extend(cel.Variable("args", dynMap)); err != nil {
+		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
+		return e
+	}
+	e.policy, err = base.Extend(
+		cel.Variable("tool", types.StringType),
+		cel.Variable("risk", types.StringType),
+		cel.Variable("side_effect", types.StringType),
+		cel.Variable("trust", types.StringType),
+		cel.Variable("principal", dynMap),
+		cel.Variable("args", dynMap),
+	)
+	if err != nil {
+		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
+	}
+	return e
+})
+
+// BoolExpr is a compiled CEL condition. It is safe for concurrent use.
+type BoolExpr struct {
+	src      string
+	prg      cel.Program
+	loops    bool // has a comprehension: only then can the context stop it midway
+	usesArgs bool
+}
+
+// CompileToolExpr compiles a tool's idempotent_when or approval_when; its one variable
+// is args.
+func CompileToolExpr(src string) (*BoolExpr, error) {
+	envs := celEnvironments()
+	if envs.err != nil {
+		return nil, envs.err
+	}
+	return compileBool(envs.tool, src)
+}
+
+// CompilePolicyRule compiles the condition of an operator policy rule. Its variables
+// are tool, risk, side_effect and trust (strings; trust is min(origin_trust,
+// argument_trust)), principal (a map with id and tenant, strings, and scopes, a list
+// of strings) and args.
+func CompilePolicyRule(src string) (*BoolExpr, error) {
+	envs := celEnvironments()
+	if envs.err != nil {
+		return nil, envs.err
+	}
+	return compileBool(envs.policy, src)
+}
+
+func compileBool(env *cel.Env, src string) (e *BoolExpr, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e, err = nil, fmt.Errorf("CEL: the compiler failed on the expression: %v", p)
+		}
+	}()
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("CEL: empty expression")
+	}
+	checked, iss := env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, fmt.Errorf("CEL: %s", strings.ReplaceAll(iss.Err().Error(), "\n", " "))
+	}
+	if out := checked.OutputType(); !out.IsExactType(types.BoolType) && out.Kind() != types.DynKind {
+		return nil, fmt.Errorf("CEL: the expression must evaluate to bool, but its type is %s", out)
+	}
+	prg, err := env.Program(checked,
+		cel.CostLimit(CELCostBudget),
+		cel.InterruptCheckFrequency(celInterruptCheckFrequency),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("CEL: %w", err)
+	}
+	e = &BoolExpr{src: src, prg: prg}
+	native := checked.NativeRep()
+	ast.PreOrderVisit(native.Expr(), ast.NewExprVisitor(func(x ast.Expr) {
+		switch x.Kind() {
+		case ast.ComprehensionKind:
+			e.loops = true
+		case ast.IdentKind:
+			if x.AsIdent() == "args" {
+				e.usesArgs = true
+			}
+		}
+	}))
+	return e, nil
+}
+
+// String returns the expression's source.
+func (e *BoolExpr) String() string { return e.src }
+
+// UsesArgs reports whether the expression reads args: when it does not, the caller
+// need not decode the arguments for it.
+func (e *BoolExpr) UsesArgs() bool { return e.usesArgs }
+
+// Eval evaluates the expression with vars (for a tool expression {"args": args}, args
+// from [DecodeCELArgs] or [ArgTypes.Decode]). It fails when the context is done, the
+// cost budget is exceeded, a variable or field is missing, or the value is not a bool.
+// Callers decide how an error fails closed.
+func (e *BoolExpr) Eval(ctx context.Context, vars map[string]any) (bool, error) {
+	return e.eval(ctx, vars)
+}
+
+// eval takes a map[string]any or an interpreter.Activation.
+func (e *BoolExpr) eval(ctx context.Context, input any) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("CEL: not evaluated: %w", context.Cause(ctx))
+	}
+	var err error
+	var out ref.Val
+	if e.loops {
+		out, _, err = e.prg.ContextEval(ctx, input)
+	} else {
+		// Without a comprehension cel-go never looks at the context, so skip the
+		// bookkeeping; the cost limit still bounds the evaluation.
+		out, _, err = e.prg.Eval(input)
+	}
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			return false, fmt.Errorf("CEL: %w: %w", err, context.Cause(ctx))
+		}
+		return false, fmt.Errorf("CEL: %w", err)
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("CEL: the expression evaluated to %v (%T), not a bool", out.Value(), out.Value())
+	}
+	return bool(b), nil
+}
+
+// argsActivation binds a tool expression's one variable without building a map.
+type argsActivation struct{ args map[string]any }
+
+func (a *argsActivation) ResolveName(name string) (any, bool) {
+	if name == "args" {
+		if a.args == nil {
+			return emptyArgs, true
+		}
+		return a.args, true
+	}
+	return nil, false
+}
+
+func (a *argsActivation) Parent() interpreter.Activation { return nil }
+
+// emptyArgs stands for absent arguments; CEL never modifies it.
+var emptyArgs = map[string]any{}
+
+// DecodeCELArgs decodes a call's JSON arguments for CEL without knowing their schema:
+// a number whose value is an integer that fits int64 (3, 3.0, 3e0) becomes an int64,
+// any other number a float64. So args.count > 3 and args.count + 1 work as the build
+// checked them for an integer field. For a number field use [ArgTypes], which knows
+// that 3 is the double 3.0 there (CEL compares int and double, but does not mix them
+// in arithmetic). Empty input and null give an empty map; anything but a JSON object
+// is an error.
+func DecodeCELArgs(raw []byte) (map[string]any, error) {
+	return (*ArgTypes)(nil).Decode(raw)
+}
+
+// ArgTypes knows which argument paths a tool's input schema declares as "number", so
+// that their values are CEL doubles even when the JSON holds an integral value. A nil
+// *ArgTypes applies the schema-less rule of [DecodeCELArgs]. It is safe for concurrent
+// use.
+type ArgTypes struct{ root *argType }
+
+type argType struct {
+	number bool // "type": "number" (or ["number", "null"])
+	props  map[string]*argType
+	items  *argType
+}
+
+// NewArgTypes reads a JSON Schema (the generated InputSchema of a tool): the "type",
+// "properties" and "items" keywords, at any depth. Other keywords are ignored, and
+// where the schema says nothing the schema-less rule applies.
+func NewArgTypes(inputSchema []byte) (*ArgTypes, error) {
+	if len(bytes.TrimSpace(inputSchema)) == 0 {
+		return nil, nil
+	}
+	var s any
+	if err := json.Unmarshal(inputSchema, &s); err != nil {
+		return nil, fmt.Errorf("runtime: input schema: %w", err)
+	}
+	return &ArgTypes{root: readArgType(s, 0)}, nil
+}
+
+func readArgType(s any, depth int) *argType {
+	m, ok := s.(map[string]any)
+	if !ok || depth > CanonicalMaxDepth {
+		return nil
+	}
+	t := &argType{}
+	switch ty := m["type"].(type) {
+	case string:
+		t.number = ty == "number"
+	case []any:
+		n := 0
+		for _, x := range ty {
+			if x == "number" {
+				t.number = true
+			}
+			if x != "null" {
+				n++
+			}
+		}
+		t.number = t.number && n == 1
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		t.props = make(map[string]*argType, len(props))
+		for k, v := range props {
+			if pt := readArgType(v, depth+1); pt != nil {
+				t.props[k] = pt
+			}
+		}
+	}
+	t.items = readArgType(m["items"], depth+1)
+	if !t.number && len(t.props) == 0 && t.items == nil {
+		return nil
+	}
+	return t
+}
+
+// Decode decodes a call's JSON arguments for CEL (see [DecodeCELArgs]); numbers at
+// paths the schema declares as "number" become float64.
+func (t *ArgTypes) Decode(raw []byte) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("runtime: decode arguments for CEL: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("runtime: decode arguments for CEL: more than one JSON value")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("runtime: decode arguments for CEL: arguments must be a JSON object, found %T", v)
+	}
+	var root *argType
+	if t != nil {
+		root = t.root
+	}
+	return celValue(root, m).(map[string]any), nil
+}
+
+// Normalize converts, in place, the numbers of arguments decoded some other way
+// (float64 from encoding/json, json.Number, int) as Decode would have, and returns args.
+func (t *ArgTypes) Normalize(args map[string]any) map[string]any {
+	if args == nil {
+		return nil
+	}
+	var root *argType
+	if t != nil {
+		root = t.root
+	}
+	return celValue(root, args).(map[string]any)
+}
+
+// celValue converts the numbers in v, in place for maps and slices.
+func celValue(t *argType, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			var et *argType
+			if t != nil {
+				et = t.props[k]
+			}
+			x[k] = celValue(et, e)
+		}
+		return x
+	case []any:
+		var et *argType
+		if t != nil {
+			et = t.items
+		}
+		for i, e := range x {
+			x[i] = celValue(et, e)
+		}
+		return x
+	case json.Number:
+		if t != nil && t.number {
+			if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+				return f
+			}
+			return v
+		}
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return v
+		}
+		return intIfIntegral(f)
+	case float64:
+		if t != nil && t.number {
+			return x
+		}
+		return intIfIntegral(x)
+	case float32:
+		return celValue(t, float64(x))
+	case int:
+		if t != nil && t.number {
+			return float64(x)
+		}
+		return int64(x)
+	case int64:
+		if t != nil && t.number {
+			return float64(x)
+		}
+	case int32:
+		return celValue(t, int64(x))
+	}
+	return v
+}
+
+func intIfIntegral(f float64) any {
+	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		return int64(f)
+	}
+	return f
+}

@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metrics are the pipeline's instruments, through the OpenTelemetry API only (the
+// application chooses the SDK and exporter). A nil *Metrics records nothing.
+//
+//   - tool_watermark_missing_total: a non_idempotent or conditionally_idempotent call
+//     returned without marking the watermark (RT-13), by gen_ai.tool.name.
+//   - tool_invocations_uncertain_total: calls resolved UNCERTAIN, in flight or by the
+//     sweep (RT-13), by gen_ai.tool.name.
+//   - toolgen.tool.calls and toolgen.tool.call.duration (s): every call by
+//     gen_ai.tool.name, toolgen.status and, for non-success outcomes, error.type (the
+//     reason code).
+type Metrics struct {
+	watermarkMissingC metric.Int64Counter
+	uncertainC        metric.Int64Counter
+	callsC            metric.Int64Counter
+	durationH         metric.Float64Histogram
+}
+
+// NewMetrics creates the instruments on mp's meter "github.com/toolgen/toolgen/runtime".
+func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
+	m := mp.Meter("github.com/toolgen/toolgen/runtime")
+	var (
+		out Metrics
+		err error
+	)
+	if out.watermarkMissingC, err = m.Int64Counter("tool_watermark_missing_total",
+		metric.WithDescription("Watermark-requiring tool calls that returned without marking the effect (RT-13).")); err != nil {
+		return nil, err
+	}
+	if out.uncertainC, err = m.Int64Counter("tool_invocations_uncertain_total",
+		metric.WithDescription("Tool calls resolved UNCERTAIN: the effect may have happened and a retry is not safe.")); err != nil {
+		return nil, err
+	}
+	if out.callsC, err = m.Int64Counter("toolgen.tool.calls",
+		metric.WithDescription("Tool calls by outcome.")); err != nil {
+		return nil, err
+	}
+	if out.durationH, err = m.Float64Histogram("toolgen.tool.call.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of a tool call through the pipeline.")); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (m *Metrics) watermarkMissing(ctx context.Context, tool string) {
+	if m == nil {
+		return
+	}
+	m.watermarkMissingC.Add(ctx, 1, metric.WithAttributes(attribute.String("gen_ai.tool.name", tool)))
+}
+
+func (m *Metrics) uncertain(ctx context.Context, tool string) {
+	if m == nil {
+		return
+	}
+	m.uncertainC.Add(ctx, 1, metric.WithAttributes(attribute.String("gen_ai.tool.name", tool)))
+}
+
+func (m *Metrics) call(ctx context.Context, tool string, o Outcome, d time.Duration) {
+	if m == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.tool.name", tool),
+		attribute.String("toolgen.status", string(o.Status)),
+	}
+	if o.ReasonCode != "" {
+		attrs = append(attrs, attribute.String("error.type", string(o.ReasonCode)))
+	}
+	set := metric.WithAttributes(attrs...)
+	m.callsC.Add(ctx, 1, set)
+	m.durationH.Record(ctx, d.Seconds(), set)
+}

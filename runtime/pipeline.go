@@ -1,0 +1,683 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// Defaults of a Pipeline's Config.
+const (
+	DefaultLease        = 30 * time.Second
+	DefaultApprovalHold = 300 * time.Second // POL-3: a hold is bounded
+	DefaultApprovalPoll = 200 * time.Millisecond
+	DefaultToolTimeout  = 60 * time.Second
+	DefaultMaxAttempts  = 5 // reclaims without a watermark before a call ends crash_loop
+)
+
+// ModeResolver answers WF-3/WF-4 for the pipeline: the active mode of a session and
+// whether it holds a tool. A nil ModeResolver means no protocol: every tool is in mode.
+type ModeResolver interface {
+	ActiveMode(ctx context.Context, sessionID, tool string) (mode string, inMode bool, err error)
+}
+
+// Config assembles a Pipeline.
+type Config struct {
+	Registry     *Registry
+	Store        store.Store
+	Policy       *Policy // nil: no operator rules
+	Modes        ModeResolver
+	WorkerID     string        // lease owner; must be unique per process
+	Lease        time.Duration // default DefaultLease
+	ApprovalHold time.Duration // default DefaultApprovalHold
+	ApprovalPoll time.Duration // default DefaultApprovalPoll
+	MaxAttempts  int           // default DefaultMaxAttempts
+	Artifacts    ArtifactWriter
+	Credentials  CredentialResolver
+	// WorkspaceFor gives the workspace of a run when a recorded call is re-executed by
+	// recovery (the original caller's Call.Workspace is not persisted).
+	WorkspaceFor func(tenant, runID string) string
+	Logger       *slog.Logger
+	Metrics      *Metrics // nil: no metrics
+}
+
+// Pipeline is the one execution path of every tool call (RT-3). Execute is the only
+// call site of Tool.Execute in the module.
+type Pipeline struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// NewPipeline returns a pipeline over cfg, filling defaults.
+func NewPipeline(cfg Config) (*Pipeline, error) {
+	if cfg.Registry == nil || cfg.Store == nil {
+		return nil, errors.New("runtime: a pipeline needs a Registry and a Store")
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "worker-" + randomToken()
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.ApprovalHold <= 0 {
+		cfg.ApprovalHold = DefaultApprovalHold
+	}
+	if cfg.ApprovalPoll <= 0 {
+		cfg.ApprovalPoll = DefaultApprovalPoll
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.Policy == nil {
+		p, err := NewPolicy(nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Policy = p
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{cfg: cfg, log: log}, nil
+}
+
+// WorkerID is the lease owner this pipeline writes.
+func (p *Pipeline) WorkerID() string { return p.cfg.WorkerID }
+
+// Call is one tool call as a caller makes it.
+type Call struct {
+	Tenant    string
+	Principal Principal
+	SessionID string
+	RunID     string
+	Step      int
+	CallID    string
+	Tool      string
+	Args      json.RawMessage
+	// ContextTrust are the labels of the context items in the request that produced
+	// the call; origin_trust is their minimum (RT-6).
+	ContextTrust []Trust
+	// ArgumentTrust is the label the caller carries with the arguments; "" (unknown
+	// provenance) is external_untrusted.
+	ArgumentTrust Trust
+	Workspace     string
+	Target        string
+}
+
+// call is the state of one call as it moves through the steps.
+type call struct {
+	Call
+	reg           *registered
+	spec          *ToolSpec
+	canonicalArgs []byte
+	args          map[string]any
+	originTrust   Trust
+	argumentTrust Trust
+	key           string
+	argsHash      string
+	mode          string
+	decision      Decision
+	idemWhen      *bool
+	inv           *store.Invocation
+	recordOnce    bool // idempotent none/read: the row is written once, at step 13
+	start         time.Time
+}
+
+// Execute runs one call through the fourteen steps of RT-3, in order. Nothing before
+// step 8 touches the world; nothing after step 11 can undo step 11. It returns an error
+// only when the store is unusable and no outcome can be recorded; every decision about
+// the call itself is an Outcome.
+func (p *Pipeline) Execute(ctx context.Context, in Call) (Outcome, error) {
+	c := &call{Call: in, start: time.Now()}
+	if o, stop := p.stepResolve(c); stop { // 1
+		return p.stepEmit(ctx, c, o), nil
+	}
+	if o, stop := p.stepValidateArgs(c); stop { // 2
+		return p.stepEmit(ctx, c, o), nil
+	}
+	p.stepLabel(c)                        // 3
+	p.stepKey(c)                          // 4
+	o, stop, err := p.stepBreaker(ctx, c) // 5
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !stop {
+		o, stop, err = p.stepPolicy(ctx, c) // 6
+		if err != nil {
+			return Outcome{}, err
+		}
+	}
+	if stop { // a refusal is recorded (it counts for the breaker) and returned
+		o, err = p.recordRefusal(ctx, c, o)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return p.stepEmit(ctx, c, o), nil
+	}
+	if o, stop, err := p.stepPersist(ctx, c); err != nil || stop { // 7 and 8
+		if err != nil {
+			return Outcome{}, err
+		}
+		return p.stepEmit(ctx, c, o), nil
+	}
+	if o, stop, err := p.stepApprovalHold(ctx, c); err != nil || stop { // 9 and 10
+		if err != nil {
+			return Outcome{}, err
+		}
+		return p.stepEmit(ctx, c, o), nil
+	}
+	o, err = p.runClaimed(ctx, c) // 11, 12, 13
+	if err != nil {
+		return Outcome{}, err
+	}
+	return p.stepEmit(ctx, c, o), nil // 14
+}
+
+// stepResolve is step 1: the session's pinned catalog names the tool.
+func (p *Pipeline) stepResolve(c *call) (Outcome, bool) {
+	reg, reason := p.cfg.Registry.resolve(c.SessionID, c.Tool)
+	if reason != "" {
+		return NewOutcome(reason, c.CallID), true
+	}
+	c.reg, c.spec = reg, reg.spec
+	return Outcome{}, false
+}
+
+// stepValidateArgs is step 2: decode the arguments, validate them against the input
+// schema, and keep their canonical JSON (the key's input).
+func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
+	raw := bytes.TrimSpace(c.Args)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	canon, err := CanonicalJSON(raw)
+	if err != nil {
+		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
+	}
+	var args map[string]any
+	if err := json.Unmarshal(canon, &args); err != nil || args == nil {
+		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail("arguments must be a JSON object"), true
+	}
+	if c.reg.input != nil {
+		if err := c.reg.input.Validate(args); err != nil {
+			return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
+		}
+	}
+	c.canonicalArgs, c.args = canon, args
+	return Outcome{}, false
+}
+
+// stepLabel is step 3: origin_trust is the minimum over the request's context items;
+// argument_trust is what the caller carried, external_untrusted when unknown (RT-6).
+// Nothing raises a label.
+func (p *Pipeline) stepLabel(c *call) {
+	c.originTrust = OriginTrust(c.ContextTrust)
+	c.argumentTrust = ParseTrust(string(c.ArgumentTrust))
+}
+
+// stepKey is step 4 (RT-5). The attempt number is never an input.
+func (p *Pipeline) stepKey(c *call) {
+	c.key = IdempotencyKey(KeyInput{
+		Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
+		Tool: c.spec.Name, ToolVersion: c.spec.Version, CanonicalArgs: c.canonicalArgs,
+	})
+	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
+}
+
+// stepBreaker is step 5: one counter per (run, tool, canonical args) (RT-8).
+func (p *Pipeline) stepBreaker(ctx context.Context, c *call) (Outcome, bool, error) {
+	counts, err := p.cfg.Store.InvocationBreakerCounts(ctx, c.RunID, c.argsHash)
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("runtime: breaker: %w", err)
+	}
+	if reason, refused := BreakerCheck(counts); refused {
+		c.decision = Decision{Verdict: VerdictDeny, ReasonCode: reason}
+		return NewOutcome(ReasonCode(reason), c.CallID), true, nil
+	}
+	return Outcome{}, false, nil
+}
+
+// stepPolicy is step 6 (POL-1): allow, deny or needs_approval, and the recorded value
+// of idempotent_when, which recovery reads (RT-4).
+func (p *Pipeline) stepPolicy(ctx context.Context, c *call) (Outcome, bool, error) {
+	inMode := true
+	if p.cfg.Modes != nil {
+		mode, ok, err := p.cfg.Modes.ActiveMode(ctx, c.SessionID, c.spec.Name)
+		if err != nil {
+			return Outcome{}, false, fmt.Errorf("runtime: active mode: %w", err)
+		}
+		c.mode, inMode = mode, ok
+	}
+	if c.reg.exprs.idempotentWhen != nil {
+		held, err := c.reg.exprs.idempotentWhen.Eval(ctx, map[string]any{"args": c.args})
+		held = held && err == nil // an expression that cannot be evaluated never makes a retry safe
+		c.idemWhen = &held
+	}
+	d, err := p.cfg.Policy.Decide(ctx, DecisionInput{
+		Spec: c.spec, Principal: c.Principal, InMode: inMode,
+		OriginTrust: c.originTrust, ArgumentTrust: c.argumentTrust,
+		Args: c.args, ApprovalWhen: c.reg.exprs.approvalWhen,
+	})
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("runtime: policy: %w", err)
+	}
+	c.decision = d
+	if d.Verdict == VerdictDeny {
+		return NewOutcome(ReasonCode(d.ReasonCode), c.CallID), true, nil
+	}
+	return Outcome{}, false, nil
+}
+
+// recordRefusal persists a breaker or policy denial as a terminal DENIED row (one
+// commit): it counts for the breaker, and a retry with the same key finds it at step 8.
+// If the key already has a row, that row's recorded outcome stands.
+func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outcome, error) {
+	params := p.insertParams(c)
+	params.Status, params.ReasonCode, params.Outcome = store.StatusDenied, string(o.ReasonCode), mustJSON(o)
+	inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runtime: record denial: %w", err)
+	}
+	c.inv = inv
+	if !inserted {
+		return p.recorded(c, inv), nil
+	}
+	return o, nil
+}
+
+func (p *Pipeline) insertParams(c *call) store.InsertParams {
+	return store.InsertParams{
+		Key: c.key, Tenant: c.Tenant, Principal: c.Principal.ID, SessionID: c.SessionID,
+		RunID: c.RunID, Step: c.Step, CallID: c.CallID, Tool: c.spec.Name,
+		ToolVersion: c.spec.Version, Idempotency: string(c.spec.Idempotency),
+		IdempotentWhen: c.idemWhen, Args: c.canonicalArgs, ArgsHash: c.argsHash,
+		OriginTrust: string(c.originTrust), ArgumentTrust: string(c.argumentTrust),
+		Mode: c.mode, Decision: c.decision.Verdict,
+	}
+}
+
+// stepPersist is steps 7 and 8. A held call is recorded PENDING; any other call is
+// recorded RUNNING under this worker's lease in the same insert (7 and 10 fused, no
+// approval can intervene). An idempotent none/read call is not recorded yet: it reads
+// the key (step 8) and records its row once, at step 13 — a crash before that leaves
+// nothing to recover and the caller simply retries. A key that already has a row is
+// step 8: a terminal row's recorded outcome is returned without executing.
+func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, error) {
+	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency == Idempotent && c.spec.SideEffect != SideEffectWrite {
+		inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			c.recordOnce = true
+			return Outcome{}, false, nil
+		case err != nil:
+			return Outcome{}, false, fmt.Errorf("runtime: dedupe: %w", err)
+		}
+		return p.dedupe(c, inv)
+	}
+	params := p.insertParams(c)
+	if c.decision.Verdict == VerdictNeedsApproval {
+		params.Status = store.StatusPending
+	} else {
+		params.Status, params.Owner, params.Lease = store.StatusRunning, p.cfg.WorkerID, p.cfg.Lease
+	}
+	inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("runtime: persist invocation: %w", err)
+	}
+	c.inv = inv
+	if inserted {
+		return Outcome{}, false, nil
+	}
+	return p.dedupe(c, inv)
+}
+
+// dedupe is step 8 for a key that already has a row.
+func (p *Pipeline) dedupe(c *call, inv *store.Invocation) (Outcome, bool, error) {
+	c.inv = inv
+	switch {
+	case inv.Status.Terminal():
+		return p.recorded(c, inv), true, nil
+	case inv.Status == store.StatusPending && inv.Decision == VerdictNeedsApproval:
+		c.decision.Verdict = VerdictNeedsApproval // the hold of the first attempt stands
+		return Outcome{}, false, nil
+	case inv.SuspendedAt != nil:
+		o := NewOutcome(ReasonCallSuspended, c.CallID)
+		return o, true, nil
+	default: // RUNNING under some lease, or PENDING for the sweep's retry
+		return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
+	}
+}
+
+// recorded returns the outcome stored on a row (step 8).
+func (p *Pipeline) recorded(c *call, inv *store.Invocation) Outcome {
+	var o Outcome
+	if len(inv.Outcome) > 0 && json.Unmarshal(inv.Outcome, &o) == nil {
+		o.Replayed = true
+		return o
+	}
+	// A terminal row always carries its outcome; fall back to its reason code.
+	o = NewOutcome(ReasonCode(inv.ReasonCode), c.CallID)
+	o.Replayed = true
+	return o
+}
+
+// stepApprovalHold is steps 9 and 10 for a held call: wait, bounded, for a persisted
+// decision by another principal (POL-3), then claim. Past the bound the call ends
+// unavailable/approval_pending (retryable); its row stays PENDING and a retry with the
+// same key resumes the wait.
+func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool, error) {
+	if c.decision.Verdict != VerdictNeedsApproval {
+		return Outcome{}, false, nil
+	}
+	holdCtx, cancel := context.WithTimeout(ctx, p.cfg.ApprovalHold)
+	defer cancel()
+	tick := time.NewTicker(p.cfg.ApprovalPoll)
+	defer tick.Stop()
+	for {
+		a, err := p.cfg.Store.ApprovalGet(holdCtx, c.key)
+		switch {
+		case err == nil && a.Approved:
+			inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, c.inv.ID, p.cfg.WorkerID, p.cfg.Lease)
+			if errors.Is(err, store.ErrConflict) {
+				return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
+			}
+			if err != nil {
+				return Outcome{}, false, fmt.Errorf("runtime: claim approved call: %w", err)
+			}
+			c.inv = inv
+			return Outcome{}, false, nil
+		case err == nil:
+			o := NewOutcome(ReasonApprovalDenied, c.CallID)
+			if err := p.settlePending(ctx, c, o); err != nil {
+				return Outcome{}, false, err
+			}
+			return o, true, nil
+		case !errors.Is(err, store.ErrNotFound) && holdCtx.Err() == nil:
+			return Outcome{}, false, fmt.Errorf("runtime: read approval: %w", err)
+		}
+		select {
+		case <-holdCtx.Done():
+			return NewOutcome(ReasonApprovalPending, c.CallID), true, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// settlePending ends a held call that was denied: claim it, then settle it DENIED.
+func (p *Pipeline) settlePending(ctx context.Context, c *call, o Outcome) error {
+	inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, c.inv.ID, p.cfg.WorkerID, p.cfg.Lease)
+	if errors.Is(err, store.ErrConflict) {
+		return nil // another caller of the same key is settling it
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: claim denied call: %w", err)
+	}
+	return p.settle(ctx, inv.Fence(), store.Settlement{Status: store.StatusDenied, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o)})
+}
+
+// runClaimed is steps 11 to 13 for a call this worker holds (or, for a record-once
+// read, will record): execute, shape, persist.
+func (p *Pipeline) runClaimed(ctx context.Context, c *call) (Outcome, error) {
+	res, execErr, tc := p.stepExecute(ctx, c)  // 11
+	o := p.stepShape(ctx, c, res, execErr, tc) // 12
+	return p.stepSettle(ctx, c, o, tc)         // 13
+}
+
+// stepExecute is step 11, the only call of Tool.Execute. The tool's MarkEffectSent
+// commits effect_sent_at, fenced, before it returns.
+func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, err error, tc *ExecContext) {
+	timeout := c.spec.Timeout
+	if timeout <= 0 {
+		timeout = DefaultToolTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	var fence store.Fence
+	if c.inv != nil {
+		fence = c.inv.Fence()
+	}
+	token := randomToken()
+	tc = NewExecContext(ExecContextConfig{
+		Identity: Identity{
+			Tenant: c.Tenant, Principal: c.Principal.ID, RunID: c.RunID, Step: c.Step,
+			CallID: c.CallID, IdempotencyKey: c.key,
+		},
+		Budget:      Budget{MaxOutputBytes: c.spec.OutputMaxBytes},
+		Deadline:    deadline,
+		Target:      c.Target,
+		Workspace:   c.Workspace,
+		Artifacts:   p.cfg.Artifacts,
+		Credentials: p.cfg.Credentials,
+		MarkEffectSent: func(ctx context.Context) error {
+			if c.recordOnce {
+				return errors.New("runtime: a none/read tool has no effect to mark")
+			}
+			return p.markEffectSent(ctx, fence, token)
+		},
+	})
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("runtime: tool %s panicked: %v", c.spec.Name, r)
+		}
+	}()
+	res, err = c.reg.tool.Execute(ctx, tc, json.RawMessage(c.canonicalArgs))
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return res, err, tc
+}
+
+// markEffectSent writes the watermark. A transient error is retried with the same
+// token, so a write whose acknowledgement was lost is recognised as our own; the
+// effect is sent only after a definite success.
+func (p *Pipeline) markEffectSent(ctx context.Context, f store.Fence, token string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = p.cfg.Store.InvocationMarkEffectSentIfLeased(ctx, f, token)
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return &watermarkError{err: err}
+	}
+	return nil
+}
+
+type watermarkError struct{ err error }
+
+func (e *watermarkError) Error() string { return "record watermark: " + e.err.Error() }
+func (e *watermarkError) Unwrap() error { return e.err }
+
+// retrySafe reports whether re-executing the call after its watermark is safe: the
+// recovery rule of RT-4, applied to a call that failed in flight.
+func retrySafe(spec *ToolSpec, idemWhen *bool) bool {
+	switch spec.Idempotency {
+	case Idempotent:
+		return true
+	case ConditionallyIdempotent:
+		return idemWhen != nil && *idemWhen
+	}
+	return false
+}
+
+// stepShape is step 12: turn what the tool returned into the outcome — validate the
+// result, lower trust only, excerpt and artifactize large output, envelope untrusted
+// content. A failure after the watermark is recorded as such: it never pretends the
+// effect did not happen.
+func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execErr error, tc *ExecContext) Outcome {
+	marked := tc.EffectMarked()
+	if execErr != nil {
+		var wm *watermarkError
+		switch {
+		case errors.As(execErr, &wm) && errors.Is(execErr, store.ErrLeaseLost):
+			return NewOutcome(ReasonLeaseLost, c.CallID)
+		case errors.As(execErr, &wm):
+			return NewOutcome(ReasonWatermarkFailed, c.CallID)
+		case marked && !retrySafe(c.spec, c.idemWhen):
+			// The effect may have been sent and a retry is not safe: a person decides.
+			return NewOutcome(ReasonEffectMayHaveHappened, c.CallID).WithExternalDetail(execErr.Error())
+		case errors.Is(execErr, context.DeadlineExceeded):
+			return NewOutcome(ReasonTimeout, c.CallID)
+		case errors.Is(execErr, context.Canceled):
+			return NewOutcome(ReasonCanceled, c.CallID)
+		default:
+			return NewOutcome(ReasonToolError, c.CallID).WithExternalDetail(execErr.Error())
+		}
+	}
+	if !res.OK {
+		detail := "the tool reported a failure without detail"
+		if res.Failure != nil {
+			detail = res.Failure.Code + ": " + res.Failure.Message
+		}
+		return NewOutcome(ReasonToolFailure, c.CallID).WithExternalDetail(detail)
+	}
+	if c.reg.output != nil && len(res.Structured) > 0 {
+		var v any
+		if err := json.Unmarshal(res.Structured, &v); err != nil {
+			return NewOutcome(ReasonInvalidResult, c.CallID).WithExternalDetail(err.Error())
+		}
+		if err := c.reg.output.Validate(v); err != nil {
+			return NewOutcome(ReasonInvalidResult, c.CallID).WithExternalDetail(err.Error())
+		}
+	}
+	ceiling := c.spec.OutputTrust
+	res.Trust = LowerOnly(ceiling, res.Trust)
+	for i := range res.Content {
+		res.Content[i].Trust = LowerOnly(res.Trust, res.Content[i].Trust)
+	}
+	if c.spec.OutputMaxBytes > 0 {
+		shaped, err := ExcerptResult(ctx, res, c.spec.OutputMaxBytes, p.cfg.Artifacts, "application/json")
+		if err != nil {
+			return NewOutcome(ReasonToolError, c.CallID).WithExternalDetail("artifact: " + err.Error())
+		}
+		res = shaped
+	}
+	for i, it := range res.Content {
+		if it.Trust == TrustExternalUntrusted {
+			res.Content[i].Text = Envelope(it.Trust, c.spec.Name, it.Text)
+		}
+	}
+	return Succeeded(c.CallID, res)
+}
+
+// stepSettle is step 13: persist the terminal status and outcome, fenced. A control
+// tool that asked to suspend is marked suspended instead (RT-11).
+func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecContext) (Outcome, error) {
+	missing := c.spec.Idempotency.NeedsWatermark() && !tc.EffectMarked()
+	if missing {
+		p.log.Warn("tool returned without marking the watermark", "tool", c.spec.Name, "call_id", c.CallID, "key", c.key)
+		p.cfg.Metrics.watermarkMissing(ctx, c.spec.Name)
+	}
+	status := statusOf(o)
+	if c.recordOnce {
+		params := p.insertParams(c)
+		params.Status, params.ReasonCode, params.Outcome = status, string(o.ReasonCode), mustJSON(o)
+		inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("runtime: record outcome: %w", err)
+		}
+		c.inv = inv
+		if !inserted && inv.Status.Terminal() {
+			return p.recorded(c, inv), nil // a concurrent identical call recorded first
+		}
+		return o, nil
+	}
+	if o.ReasonCode == ReasonLeaseLost {
+		return o, nil // the row is no longer ours; the sweep decides it
+	}
+	if reason, suspend := tc.SuspendRequested(); suspend && c.spec.Suspends && o.Status == OutcomeSucceeded {
+		token := randomToken()
+		o.Suspended = &Suspension{ResumeToken: token, Reason: reason}
+		if err := p.retryWrite(ctx, func(ctx context.Context) error {
+			return p.cfg.Store.InvocationSuspendIfLeased(ctx, c.inv.Fence(), token, mustJSON(o))
+		}); err != nil {
+			if errors.Is(err, store.ErrLeaseLost) {
+				return NewOutcome(ReasonLeaseLost, c.CallID), nil
+			}
+			return Outcome{}, fmt.Errorf("runtime: suspend: %w", err)
+		}
+		return o, nil
+	}
+	if status == store.StatusUncertain {
+		p.cfg.Metrics.uncertain(ctx, c.spec.Name)
+	}
+	err := p.settle(ctx, c.inv.Fence(), store.Settlement{
+		Status: status, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o), WatermarkMissing: missing,
+	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		return NewOutcome(ReasonLeaseLost, c.CallID), nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
+}
+
+// settle writes a terminal status, retrying a transient failure under the same fence
+// (a settle whose acknowledgement was lost is recognised on retry).
+func (p *Pipeline) settle(ctx context.Context, f store.Fence, s store.Settlement) error {
+	return p.retryWrite(ctx, func(ctx context.Context) error { return p.cfg.Store.InvocationSettleIfLeased(ctx, f, s) })
+}
+
+func (p *Pipeline) retryWrite(ctx context.Context, write func(context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		// The outcome must be recorded even if the caller went away.
+		err = write(context.WithoutCancel(ctx))
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+	}
+	return fmt.Errorf("runtime: settle: %w", err)
+}
+
+// statusOf maps an outcome to the row status.
+func statusOf(o Outcome) store.Status {
+	switch o.Status {
+	case OutcomeSucceeded:
+		return store.StatusSucceeded
+	case OutcomeDenied:
+		return store.StatusDenied
+	case OutcomeUnavailable:
+		return store.StatusUnavailable
+	case OutcomeUncertain:
+		return store.StatusUncertain
+	default:
+		return store.StatusFailed
+	}
+}
+
+// stepEmit is step 14: metrics, spans and the log line. Events carry classification,
+// never payload.
+func (p *Pipeline) stepEmit(ctx context.Context, c *call, o Outcome) Outcome {
+	p.cfg.Metrics.call(ctx, c.Tool, o, time.Since(c.start))
+	p.log.Debug("tool call", "tool", c.Tool, "call_id", c.CallID, "status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	return o
+}
+
+func mustJSON(o Outcome) json.RawMessage {
+	b, err := json.Marshal(o)
+	if err != nil {
+		// An Outcome is plain data; failing to encode one is a programming error.
+		panic(fmt.Sprintf("runtime: encode outcome: %v", err))
+	}
+	return b
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,398 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/interpreter"
+)
+
+// Policy is step 6 of the pipeline (POL-1): allow, deny or needs_approval.
+
+// Verdicts of a [Decision], as recorded in the invocation row.
+const (
+	VerdictAllow         = "allow"
+	VerdictDeny          = "deny"
+	VerdictNeedsApproval = "needs_approval"
+)
+
+// Effects of a [PolicyRule] (policy.yaml's approve_when, deny_when and allow_when).
+const (
+	PolicyApprove = "approve"
+	PolicyDeny    = "deny"
+	PolicyAllow   = "allow"
+)
+
+// Principal is who is calling (ID-1), as policy sees it.
+type Principal struct {
+	ID, Tenant string
+	Scopes     []string
+}
+
+// PolicyRule is one operator rule of policy.yaml (POL-2).
+type PolicyRule struct {
+	Name string
+	// Tools limits the rule to these tools; empty means every tool. An entry is a tool
+	// name or an mcp.<server>.* pattern, which matches every tool of that server.
+	Tools []string
+	// Effect is approve, deny or allow.
+	Effect string
+	// When is the rule's CEL condition (see [CompilePolicyRule]).
+	When string
+}
+
+// Policy is a compiled set of operator rules. The zero value and nil have no rules.
+// It is safe for concurrent use.
+type Policy struct {
+	deny, approve, allow []*policyRule
+}
+
+type policyRule struct {
+	name     string
+	all      bool     // no tools listed
+	exact    []string // tool names
+	prefixes []string // "mcp.<server>." of each mcp.<server>.* pattern
+	expr     *BoolExpr
+}
+
+func (r *policyRule) matches(tool string) bool {
+	if r.all || slices.Contains(r.exact, tool) {
+		return true
+	}
+	for _, p := range r.prefixes {
+		if strings.HasPrefix(tool, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewPolicy checks and compiles every rule. Rule names must be unique and non-empty;
+// the error names every rule that failed.
+func NewPolicy(rules []PolicyRule) (*Policy, error) {
+	p := &Policy{}
+	var errs []error
+	seen := map[string]bool{}
+	for i, r := range rules {
+		label := fmt.Sprintf("policy rule %q", r.Name)
+		if r.Name == "" {
+			label = fmt.Sprintf("policy rule #%d", i+1)
+			errs = append(errs, fmt.Errorf("%s: has no name", label))
+		} else if seen[r.Name] {
+			errs = append(errs, fmt.Errorf("%s: the name is used twice", label))
+		}
+		seen[r.Name] = true
+		cr := &policyRule{name: r.Name, all: len(r.Tools) == 0}
+		for _, t := range r.Tools {
+			switch {
+			case t == "":
+				errs = append(errs, fmt.Errorf("%s: empty tool name", label))
+			case strings.Contains(t, "*"):
+				server, isPattern := strings.CutSuffix(strings.TrimPrefix(t, "mcp."), ".*")
+				if !strings.HasPrefix(t, "mcp.") || !isPattern || server == "" || strings.ContainsAny(server, ".*") {
+					errs = append(errs, fmt.Errorf("%s: tool %q: the only pattern is mcp.<server>.*", label, t))
+						continue
+				}
+				cr.prefixes = append(cr.prefixes, strings.TrimSuffix(t, "*"))
+			default:
+				cr.exact = append(cr.exact, t)
+			}
+		}
+		expr, err := CompilePolicyRule(r.When)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s_when: %w", label, r.Effect, err))
+		}
+		cr.expr = expr
+		switch r.Effect {
+		case PolicyDeny:
+			p.deny = append(p.deny, cr)
+		case PolicyApprove:
+			p.approve = append(p.approve, cr)
+		case PolicyAllow:
+			p.allow = append(p.allow, cr)
+		default:
+			errs = append(errs, fmt.Errorf("%s: effect %q is not approve, deny or allow", label, r.Effect))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// DecisionInput is what step 6 decides on.
+type DecisionInput struct {
+	Spec      *ToolSpec
+	Principal Principal
+	// InMode reports whether the tool is exposed in the session's active protocol mode.
+	InMode                     bool
+	OriginTrust, ArgumentTrust Trust
+	// Args are the call's arguments, decoded for CEL ([DecodeCELArgs], [ArgTypes]).
+	Args map[string]any
+	// ApprovalWhen is the spec's approval_when, compiled; nil when it has none.
+	ApprovalWhen *BoolExpr
+}
+
+// Decision is the outcome of step 6.
+type Decision struct {
+	Verdict string // allow | deny | needs_approval
+	// ReasonCode is set for deny: missing_scope, not_in_mode or policy_denied.
+	ReasonCode string
+	// Rule names the operator rule that decided: the deny rule, the approve rule, or
+	// the allow rule that waived an approval. Empty when no rule decided.
+	Rule string
+	// Why says, for an operator and the audit log, what decided: "missing scope
+	// repo:write", "risk critical", "rule x requires approval", or the error of a rule
+	// that could not be evaluated. It is never shown to the model as the platform's
+	// words (the reason table is, RT-7).
+	Why string
+}
+
+// Decide applies POL-1 to one call. Deny beats approval beats allow; the first check
+// that holds decides, in this order:
+//
+//  1. a scope of Spec.RequiredScopes the principal lacks -> deny missing_scope;
+//  2. !InMode -> deny not_in_mode;
+//  3. an operator deny rule matches -> deny policy_denied (Rule set);
+//  4. an operator approve rule matches (Rule set), the spec's approval_when holds, or
+//     risk is critical -> needs_approval; none of these can be waived;
+//  5. risk is high and trust (min(origin_trust, argument_trust)) is below user, or
+//     side_effect is write, risk is at least medium and argument_trust is
+//     external_untrusted -> needs_approval, unless an operator allow rule matches,
+//     which waives exactly these two (allow, Rule set to the allow rule);
+//  6. otherwise allow.
+//
+// Rules are evaluated in declaration order within their effect; a rule applies only to
+// the tools it lists. Unknown values fail closed: an unknown risk counts as critical,
+// an unknown side effect as write, an unknown trust label as external_untrusted.
+//
+// A rule that cannot be evaluated (a runtime error, the cost budget exceeded, a
+// non-bool value) fails closed for its own effect, and its error is in Why: an
+// erroring deny rule denies (policy_denied, Rule set); an erroring approve rule, or
+// an erroring approval_when, requires approval; an erroring allow rule waives
+// nothing, and the next allow rule is tried. The same holds when the call's values
+// exceed the bounds the build assumed for the policy variables (the PolicyMax*
+// constants): no rule is evaluated on them, and each matching rule fails closed.
+//
+// Decide returns an error only when in.Spec is nil or ctx is done: a call whose
+// context ended was not decided, and the pipeline reports it as canceled or timed
+// out rather than as denied.
+func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
+	spec := in.Spec
+	if spec == nil {
+		return Decision{}, errors.New("runtime: policy decision without a tool spec")
+	}
+	for _, s := range spec.RequiredScopes {
+		if !slices.Contains(in.Principal.Scopes, s) {
+			return Decision{Verdict: VerdictDeny, ReasonCode: "missing_scope", Why: "missing scope " + s}, nil
+		}
+	}
+	if !in.InMode {
+		return Decision{Verdict: VerdictDeny, ReasonCode: "not_in_mode", Why: "tool not in the active mode"}, nil
+	}
+	if p == nil {
+		p = &Policy{}
+	}
+
+	trust := MinTrust(in.OriginTrust, in.ArgumentTrust)
+	act := &policyActivation{
+		tool:       spec.Name,
+		risk:       string(spec.Risk),
+		sideEffect: string(spec.SideEffect),
+		trust:      string(trust),
+		principal:  &in.Principal,
+		args:       in.Args,
+	}
+	bounds := -1 // unchecked; then 0 (within) or 1 (exceeded)
+	var boundsWhy string
+	evalRule := func(r *policyRule) (bool, error) {
+		if bounds < 0 {
+			boundsWhy = policyBounds(spec.Name, &in.Principal)
+			bounds = 0
+			if boundsWhy != "" {
+				bounds = 1
+			}
+		}
+		if bounds == 1 {
+			return false, errors.New(boundsWhy)
+		}
+		return r.expr.eval(ctx, act)
+	}
+
+	// 3. Deny rules.
+	for _, r := range p.deny {
+		if !r.matches(spec.Name) {
+			continue
+		}
+		ok, err := evalRule(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
+			}
+			return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name,
+				Why: fmt.Sprintf("rule %s could not be evaluated, so it denies: %v", r.name, err)}, nil
+		}
+		if ok {
+			return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name, Why: "rule " + r.name + " denies"}, nil
+		}
+	}
+
+	// 4. Approvals nothing waives.
+	for _, r := range p.approve {
+		if !r.matches(spec.Name) {
+			continue
+		}
+		ok, err := evalRule(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
+			}
+			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name,
+				Why: fmt.Sprintf("rule %s could not be evaluated, so it requires approval: %v", r.name, err)}, nil
+		}
+		if ok {
+			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Why: "rule " + r.name + " requires approval"}, nil
+		}
+	}
+	if in.ApprovalWhen != nil {
+		ok, err := in.ApprovalWhen.eval(ctx, &argsActivation{args: in.Args})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, fmt.Errorf("runtime: approval_when: %w", err)
+			}
+			return Decision{Verdict: VerdictNeedsApproval,
+				Why: fmt.Sprintf("approval_when could not be evaluated, so it requires approval: %v", err)}, nil
+		}
+		if ok {
+			return Decision{Verdict: VerdictNeedsApproval, Why: "approval_when holds"}, nil
+		}
+	}
+	risk := riskRank(spec.Risk)
+	if risk >= riskRankCritical {
+		why := "risk critical"
+		if spec.Risk != RiskCritical {
+			why = fmt.Sprintf("unknown risk %q, counted as critical", spec.Risk)
+		}
+		return Decision{Verdict: VerdictNeedsApproval, Why: why}, nil
+	}
+
+	// 5. Approvals an allow rule waives.
+	var why string
+	switch {
+	case risk >= riskRankHigh && trust.Rank() < TrustUser.Rank():
+		why = fmt.Sprintf("risk high and trust %s is below user", trust)
+	case spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= riskRankMedium &&
+		in.ArgumentTrust.Rank() == TrustExternalUntrusted.Rank():
+		se := "write"
+		if spec.SideEffect != SideEffectWrite {
+			se = fmt.Sprintf("unknown side effect %q (counted as write)", spec.SideEffect)
+		}
+		why = fmt.Sprintf("side effect %s, risk %s and external_untrusted arguments", se, spec.Risk)
+	default:
+		return Decision{Verdict: VerdictAllow}, nil
+	}
+	var failed []string
+	for _, r := range p.allow {
+		if !r.matches(spec.Name) {
+			continue
+		}
+		ok, err := evalRule(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
+			}
+			failed = append(failed, fmt.Sprintf("rule %s could not be evaluated, so it waives nothing: %v", r.name, err))
+			continue
+		}
+		if ok {
+			return Decision{Verdict: VerdictAllow, Rule: r.name, Why: "rule " + r.name + " waives the approval for " + why}, nil
+		}
+	}
+	if len(failed) > 0 {
+		why += "; " + strings.Join(failed, "; ")
+	}
+	return Decision{Verdict: VerdictNeedsApproval, Why: why}, nil
+}
+
+const (
+	riskRankLow = iota
+	riskRankMedium
+	riskRankHigh
+	riskRankCritical
+)
+
+// riskRank orders risks; an unknown risk ranks as critical.
+func riskRank(r Risk) int {
+	switch r {
+	case RiskLow:
+		return riskRankLow
+	case RiskMedium:
+		return riskRankMedium
+	case RiskHigh:
+		return riskRankHigh
+	}
+	return riskRankCritical
+}
+
+// policyBounds says which value exceeds the bounds the build assumed, or "".
+func policyBounds(tool string, pr *Principal) string {
+	tooLong := func(s string, max int) bool { return len(s) > max && utf8.RuneCountInString(s) > max }
+	switch {
+	case tooLong(tool, PolicyMaxToolNameLength):
+		return fmt.Sprintf("the tool name is longer than %d characters", PolicyMaxToolNameLength)
+	case tooLong(pr.ID, PolicyMaxPrincipalLength):
+		return fmt.Sprintf("principal.id is longer than %d characters", PolicyMaxPrincipalLength)
+	case tooLong(pr.Tenant, PolicyMaxPrincipalLength):
+		return fmt.Sprintf("principal.tenant is longer than %d characters", PolicyMaxPrincipalLength)
+	case len(pr.Scopes) > PolicyMaxScopes:
+		return fmt.Sprintf("the principal has %d scopes, more than %d", len(pr.Scopes), PolicyMaxScopes)
+	}
+	for _, s := range pr.Scopes {
+		if tooLong(s, PolicyMaxPrincipalLength) {
+			return fmt.Sprintf("a scope of the principal is longer than %d characters", PolicyMaxPrincipalLength)
+		}
+	}
+	return ""
+}
+
+// policyActivation binds a policy rule's variables without building a map per call.
+type policyActivation struct {
+	tool, risk, sideEffect, trust string
+	principal                     *Principal
+	principalMap                  map[string]any // built on first use
+	args                          map[string]any
+}
+
+func (a *policyActivation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "tool":
+		return a.tool, true
+	case "risk":
+		return a.risk, true
+	case "side_effect":
+		return a.sideEffect, true
+	case "trust":
+		return a.trust, true
+	case "args":
+		if a.args == nil {
+			return emptyArgs, true
+		}
+		return a.args, true
+	case "principal":
+		if a.principalMap == nil {
+			scopes := a.principal.Scopes
+			if scopes == nil {
+				scopes = []string{}
+			}
+			a.principalMap = map[string]any{"id": a.principal.ID, "tenant": a.principal.Tenant, "scopes": scopes}
+		}
+		return a.principalMap, true
+	}
+	return nil, false
+}
+
+func (a *policyActivation) Parent() interpreter.Activation { return nil }

@@ -1,0 +1,136 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// RecoveryReport says what one recovery pass did.
+type RecoveryReport struct {
+	Reclaimed int // expired leases the sweep reclaimed
+	Retried   int // calls re-executed (swept retries; same key)
+	Uncertain int // calls that went to the review queue
+	Failed    int // calls that ended crash_loop
+}
+
+// Recover runs one recovery pass (RT-4), safe on any worker at any time and
+// concurrently on many: the sweep reclaims RUNNING rows whose lease expired and
+// classifies each from its recorded facts — the watermark, the idempotency class and
+// the recorded idempotent_when — never from timestamps; then this worker re-executes
+// the calls the sweep made retryable.
+func (p *Pipeline) Recover(ctx context.Context) (RecoveryReport, error) {
+	var rep RecoveryReport
+	for {
+		swept, err := p.cfg.Store.InvocationSweep(ctx, store.SweepParams{Limit: 100, MaxAttempts: p.cfg.MaxAttempts})
+		if err != nil {
+			return rep, fmt.Errorf("runtime: sweep: %w", err)
+		}
+		for _, s := range swept {
+			rep.Reclaimed++
+			switch s.Decision {
+			case store.SweepUncertain:
+				rep.Uncertain++
+				p.cfg.Metrics.uncertain(ctx, s.Invocation.Tool)
+				p.log.Warn("call is UNCERTAIN: its effect may have happened and it may not be retried",
+					"tool", s.Invocation.Tool, "call_id", s.Invocation.CallID, "key", s.Invocation.Key)
+			case store.SweepFailed:
+				rep.Failed++
+			}
+		}
+		if len(swept) < 100 {
+			break
+		}
+	}
+	n, err := p.RunRetryable(ctx)
+	rep.Retried = n
+	return rep, err
+}
+
+// RunRetryable claims and re-executes PENDING calls that need no further decision
+// (swept retries), oldest first, and returns how many it ran. A call another worker
+// claims first is skipped.
+func (p *Pipeline) RunRetryable(ctx context.Context) (int, error) {
+	rows, err := p.cfg.Store.InvocationListRetryable(ctx, 100)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: list retryable: %w", err)
+	}
+	ran := 0
+	for _, row := range rows {
+		inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, row.ID, p.cfg.WorkerID, p.cfg.Lease)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return ran, fmt.Errorf("runtime: claim retry: %w", err)
+		}
+		if _, err := p.reexecute(ctx, inv); err != nil {
+			return ran, err
+		}
+		ran++
+	}
+	return ran, nil
+}
+
+// reexecute runs steps 11 to 14 again for a recorded call this worker has claimed:
+// same key, same arguments, same recorded decision. The tool must still be registered
+// at the recorded version; otherwise the call fails rather than run other code.
+func (p *Pipeline) reexecute(ctx context.Context, inv *store.Invocation) (Outcome, error) {
+	c := &call{
+		Call: Call{
+			Tenant: inv.Tenant, Principal: Principal{ID: inv.Principal, Tenant: inv.Tenant},
+			SessionID: inv.SessionID, RunID: inv.RunID, Step: inv.Step, CallID: inv.CallID,
+			Tool: inv.Tool, Args: inv.Args,
+		},
+		canonicalArgs: inv.Args, key: inv.Key, argsHash: inv.ArgsHash, mode: inv.Mode,
+		idemWhen: inv.IdempotentWhen, inv: inv, start: time.Now(),
+		originTrust: ParseTrust(inv.OriginTrust), argumentTrust: ParseTrust(inv.ArgumentTrust),
+	}
+	if p.cfg.WorkspaceFor != nil {
+		c.Workspace = p.cfg.WorkspaceFor(inv.Tenant, inv.RunID)
+	}
+	reg, ok := p.cfg.Registry.lookup(inv.Tool)
+	if !ok || reg.spec.Version != inv.ToolVersion {
+		reason := ReasonToolWithdrawn
+		if ok {
+			reason = ReasonToolChanged
+		}
+		o := NewOutcome(reason, inv.CallID)
+		err := p.settle(ctx, inv.Fence(), store.Settlement{Status: statusOf(o), ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o)})
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return Outcome{}, err
+		}
+		return p.stepEmit(ctx, c, o), nil
+	}
+	c.reg, c.spec = reg, reg.spec
+	if err := json.Unmarshal(inv.Args, &c.args); err != nil {
+		c.args = map[string]any{}
+	}
+	o, err := p.runClaimed(ctx, c)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return p.stepEmit(ctx, c, o), nil
+}
+
+// KeepLeases renews every lease this worker holds, in one statement per interval
+// (a third of the lease) however many calls are in flight, until ctx is done.
+func (p *Pipeline) KeepLeases(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := p.cfg.Store.InvocationRenewLeases(ctx, p.cfg.WorkerID, p.cfg.Lease); err != nil && ctx.Err() == nil {
+				p.log.Error("renew leases", "worker", p.cfg.WorkerID, "err", err)
+			}
+		}
+	}
+}
+

@@ -1,0 +1,562 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// Store is the SQLite implementation of [store.Store].
+type Store struct {
+	path  string
+	write *sql.DB // exactly one connection: the only writer of this process
+	read  *sql.DB // read-only connections (WAL readers)
+}
+
+var _ store.Store = (*Store)(nil)
+
+// connParams configure every connection. synchronous=FULL makes WAL sync on every
+// commit, so a committed watermark survives power loss and OS crashes, not only a
+// killed process (NORMAL would lose the last commits on power loss). _txlock=immediate
+// takes the write lock at BEGIN, so a transaction never fails half-way on SQLITE_BUSY;
+// busy_timeout waits for writers of other processes.
+const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+	"&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// readers is the size of the read pool.
+const readers = 4
+
+// Open opens (creating if needed) the database file at path and applies the embedded
+// migrations. WAL needs a real file: an in-memory database is refused; tests use a
+// file in t.TempDir().
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
+		return nil, fmt.Errorf("sqlite: %q: the store needs a database file (WAL does not work in memory)", path)
+	}
+	dsn := "file:" + uriEscaper.Replace(path) + "?" + connParams
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := migrateUp(ctx, write); err != nil {
+		write.Close()
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+	return &Store{path: path, write: write, read: read}, nil
+}
+
+// uriEscaper escapes the characters that end or escape the path of a SQLite URI.
+var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// inTx runs fn in one transaction on db (BEGIN IMMEDIATE) and commits it.
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	return tx.Commit()
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// writeTx is the one transaction of a writing method.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return inTx(ctx, s.write, fn)
+}
+
+func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*store.Invocation, bool, error) {
+	if err := p.Validate(); err != nil {
+		return nil, false, err
+	}
+	var owner, leaseUS, attempt any = nil, nil, 0
+	if p.Status == store.StatusRunning {
+		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+	}
+	var inv *store.Invocation
+	inserted := true
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationInsertSQL,
+			sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
+			sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
+			sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
+			sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
+			sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
+			sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
+			sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
+			sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
+			sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt)))
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		inserted = false // the key exists: return that row, write nothing
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationGetByKeySQL, sql.Named("key", p.Key)))
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return inv, inserted, nil
+}
+
+func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {
+	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetSQL, sql.Named("id", id)))
+}
+
+func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
+	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetByKeySQL, sql.Named("key", key)))
+}
+
+func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
+	if err := store.ValidateLease(owner, lease); err != nil {
+		return nil, err
+	}
+	var inv *store.Invocation
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationClaimIfPendingSQL,
+			sql.Named("id", id), sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds())))
+		if errors.Is(err, store.ErrNotFound) {
+			return conflictIfExists(ctx, tx, id)
+		}
+		return err
+	})
+	return inv, err
+}
+
+func (s *Store) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
+	if token == "" {
+		return fmt.Errorf("%w: watermark without a token", store.ErrInvalid)
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		n, err := execRows(ctx, tx, invocationMarkEffectSentIfLeasedSQL, fenceArgs(f, sql.Named("token", token))...)
+		if err != nil || n == 1 {
+			return err
+		}
+		holds, err := exists(ctx, tx, invocationFenceHoldsSQL, fenceArgs(f)...)
+		if err != nil {
+			return err
+		}
+		if holds {
+			return fmt.Errorf("%w: invocation %d already carries another watermark token", store.ErrConflict, f.ID)
+		}
+		return leaseLost(f)
+	})
+}
+
+func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st store.Settlement) error {
+	if err := st.Validate(); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		n, err := execRows(ctx, tx, invocationSettleIfLeasedSQL, fenceArgs(f, settlementArgs(st)...)...)
+		if err != nil || n == 1 {
+			return err
+		}
+		done, err := exists(ctx, tx, invocationSettledByFenceSQL, fenceArgs(f, sql.Named("status", string(st.Status)))...)
+		if err != nil || done {
+			return err // lost ack: already settled by this fence
+		}
+		return leaseLost(f)
+	})
+}
+
+func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
+	if resumeToken == "" {
+		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)
+	}
+	token := sql.Named("resume_token", resumeToken)
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		done, err := exists(ctx, tx, invocationSuspendedByFenceSQL, fenceArgs(f, token)...)
+		if err != nil || done {
+			return err // lost ack: already suspended by this fence with this token
+		}
+		taken, err := exists(ctx, tx, invocationResumeTokenTakenSQL, token)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return fmt.Errorf("%w: resume token already in use", store.ErrConflict)
+		}
+		n, err := execRows(ctx, tx, invocationSuspendIfLeasedSQL, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
+		if err != nil || n == 1 {
+			return err
+		}
+		return leaseLost(f)
+	})
+}
+
+func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st store.Settlement) (*store.Invocation, error) {
+	if err := st.Validate(); err != nil {
+		return nil, err
+	}
+	var inv *store.Invocation
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		token := sql.Named("resume_token", resumeToken)
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationResumeSQL, append(settlementArgs(st), token)...))
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		taken, err := exists(ctx, tx, invocationResumeTokenTakenSQL, token)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return fmt.Errorf("%w: invocation with this resume token is not suspended", store.ErrConflict)
+		}
+		return fmt.Errorf("%w: resume token", store.ErrNotFound)
+	})
+	return inv, err
+}
+
+func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error) {
+	if err := store.ValidateLease(owner, lease); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = execRows(ctx, tx, invocationRenewLeasesSQL, sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds()))
+		return err
+	})
+	return int(n), err
+}
+
+func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
+	p = p.WithDefaults()
+	var swept []store.Swept
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		invs, err := queryInvocations(ctx, tx, invocationSweepSQL,
+			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts))
+		if err != nil {
+			return err
+		}
+		swept = store.SweptFromRows(invs)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return swept, nil
+}
+
+func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
+	return queryInvocations(ctx, s.read, invocationListRetryableSQL, sql.Named("limit", sqlLimit(limit)))
+}
+
+func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
+	return queryInvocations(ctx, s.read, invocationListUncertainSQL, sql.Named("tenant", tenant))
+}
+
+func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
+	if err := store.ValidateResolution(resolution, by); err != nil {
+		return nil, err
+	}
+	var inv *store.Invocation
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationResolveUncertainSQL,
+			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by)))
+		if errors.Is(err, store.ErrNotFound) {
+			return conflictIfExists(ctx, tx, id)
+		}
+		return err
+	})
+	return inv, err
+}
+
+func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
+	var c store.BreakerCounts
+	err := s.read.QueryRowContext(ctx, invocationBreakerCountsSQL, sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
+		Scan(&c.Total, &c.Denied, &c.Uncertain)
+	return c, err
+}
+
+func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
+	if a.Key == "" || a.DecidedBy == "" {
+		return fmt.Errorf("%w: an approval needs a key and a decider", store.ErrInvalid)
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		n, err := execRows(ctx, tx, approvalDecideSQL, sql.Named("key", a.Key), sql.Named("tenant", a.Tenant),
+			sql.Named("approved", a.Approved), sql.Named("decided_by", a.DecidedBy), sql.Named("reason", a.Reason))
+		if err != nil || n == 1 {
+			return err
+		}
+		decided, err := exists(ctx, tx, approvalExistsSQL, sql.Named("key", a.Key))
+		if err != nil {
+			return err
+		}
+		if decided {
+			return fmt.Errorf("%w: invocation %s is already decided", store.ErrConflict, a.Key)
+		}
+		return fmt.Errorf("%w: no invocation %s in tenant %q", store.ErrNotFound, a.Key, a.Tenant)
+	})
+}
+
+func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
+	var a store.Approval
+	var at int64
+	err := s.read.QueryRowContext(ctx, approvalGetSQL, sql.Named("key", key)).
+		Scan(&a.Key, &a.Tenant, &a.Approved, &a.DecidedBy, &a.Reason, &at)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	a.DecidedAt = fromMicros(at)
+	return &a, nil
+}
+
+func (s *Store) AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error) {
+	var id int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, auditAppendSQL, sql.Named("tenant", e.Tenant), sql.Named("kind", e.Kind),
+			sql.Named("principal", e.Principal), sql.Named("session_id", e.SessionID), sql.Named("mode", e.Mode),
+			sql.Named("tool", e.Tool), sql.Named("key", e.Key), sql.Named("detail", nullJSON(e.Detail))).Scan(&id)
+	})
+	return id, err
+}
+
+func (s *Store) AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]store.AuditEntry, error) {
+	rows, err := s.read.QueryContext(ctx, auditListSQL,
+		sql.Named("tenant", tenant), sql.Named("after_id", afterID), sql.Named("limit", sqlLimit(limit)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var e store.AuditEntry
+		var detail sql.NullString
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Principal, &e.SessionID, &e.Mode, &e.Tool, &e.Key, &detail, &at); err != nil {
+			return nil, err
+		}
+		e.Detail, e.At = rawJSON(detail), fromMicros(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) CatalogHistoryAppend(ctx context.Context, c store.CatalogChange) (int64, error) {
+	var id int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, catalogHistoryAppendSQL, sql.Named("server_id", c.ServerID), sql.Named("tool", c.Tool),
+			sql.Named("change", c.Change), sql.Named("sha256", c.SHA256), sql.Named("detail", nullJSON(c.Detail))).Scan(&id)
+	})
+	return id, err
+}
+
+func (s *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
+	rows, err := s.read.QueryContext(ctx, catalogHistoryListSQL, sql.Named("server_id", serverID))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.CatalogChange
+	for rows.Next() {
+		var c store.CatalogChange
+		var detail sql.NullString
+		var at int64
+		if err := rows.Scan(&c.ID, &c.ServerID, &c.Tool, &c.Change, &c.SHA256, &detail, &at); err != nil {
+			return nil, err
+		}
+		c.Detail, c.At = rawJSON(detail), fromMicros(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// helpers
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+func scanInvocation(row rowScanner) (*store.Invocation, error) {
+	var (
+		inv                                               store.Invocation
+		idemWhen                                          sql.NullBool
+		args, outcome, owner, resumeToken                 sql.NullString
+		effectSent, earlierEffect, leaseExp, susp, resAt sql.NullInt64
+		created, updated                                  int64
+		status                                            string
+	)
+	err := row.Scan(&inv.ID, &inv.Key, &inv.Tenant, &inv.Principal, &inv.SessionID, &inv.RunID, &inv.Step, &inv.CallID,
+		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &idemWhen, &args, &inv.ArgsHash, &inv.OriginTrust,
+		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &status, &inv.ReasonCode, &outcome, &effectSent, &earlierEffect,
+		&inv.WatermarkMissing, &owner, &leaseExp, &inv.Attempt, &susp, &resumeToken, &inv.Resolution, &inv.ResolvedBy,
+		&resAt, &created, &updated)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if idemWhen.Valid {
+		inv.IdempotentWhen = &idemWhen.Bool
+	}
+	inv.Status = store.Status(status)
+	inv.Args, inv.Outcome = rawJSON(args), rawJSON(outcome)
+	inv.LeaseOwner, inv.ResumeToken = owner.String, resumeToken.String
+	inv.EffectSentAt, inv.EarlierEffectSentAt = optMicros(effectSent), optMicros(earlierEffect)
+	inv.LeaseExpiresAt, inv.SuspendedAt, inv.ResolvedAt = optMicros(leaseExp), optMicros(susp), optMicros(resAt)
+	inv.CreatedAt, inv.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &inv, nil
+}
+
+func queryInvocations(ctx context.Context, q queryer, query string, args ...any) ([]*store.Invocation, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Invocation
+	for rows.Next() {
+		inv, err := scanInvocation(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inv)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func execRows(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return res.RowsAffected()
+}
+
+func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+	var ok bool
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&ok)
+	return ok, err
+}
+
+// conflictIfExists is the error of a guarded write that matched nothing: ErrConflict
+// if the row exists (it is in the wrong state), ErrNotFound if not.
+func conflictIfExists(ctx context.Context, tx *sql.Tx, id int64) error {
+	ok, err := exists(ctx, tx, invocationExistsSQL, sql.Named("id", id))
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return fmt.Errorf("%w: invocation %d is not in the required state", store.ErrConflict, id)
+	default:
+		return fmt.Errorf("%w: invocation %d", store.ErrNotFound, id)
+	}
+}
+
+func leaseLost(f store.Fence) error {
+	return fmt.Errorf("%w: invocation %d attempt %d of %s", store.ErrLeaseLost, f.ID, f.Attempt, f.Owner)
+}
+
+func fenceArgs(f store.Fence, more ...any) []any {
+	return append([]any{sql.Named("id", f.ID), sql.Named("owner", f.Owner), sql.Named("attempt", f.Attempt)}, more...)
+}
+
+func settlementArgs(st store.Settlement) []any {
+	return []any{sql.Named("status", string(st.Status)), sql.Named("reason_code", st.ReasonCode),
+		sql.Named("outcome", nullJSON(st.Outcome)), sql.Named("watermark_missing", st.WatermarkMissing)}
+}
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return mapErr(err)
+}
+
+// mapErr maps a unique violation (a concurrent writer won) to ErrConflict.
+func mapErr(err error) error {
+	var se *msqlite.Error
+	if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}
+
+// nullJSON binds raw JSON as TEXT (a []byte would bind as a BLOB), or NULL if empty.
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+func rawJSON(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
+}
+
+func nullBool(b *bool) any {
+	if b == nil {
+		return nil
+	}
+	return *b
+}
+
+// sqlLimit maps "no limit" (<= 0) to SQLite's LIMIT -1.
+func sqlLimit(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func optMicros(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}

@@ -1,0 +1,126 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/storetest"
+)
+
+// newTestStore opens a store on a fresh file in t.TempDir().
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t,
+		func(t *testing.T) store.Store { return newTestStore(t) },
+		// another handle on the same file: its own writer connection, as a second
+		// process would have
+		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
+			other, err := Open(t.Context(), s.(*Store).path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			return other
+		}))
+}
+
+func TestOpen_Pragmas(t *testing.T) {
+	s := newTestStore(t)
+	for pragma, want := range map[string]string{
+		"journal_mode": "wal",
+		"synchronous":  "2", // FULL: the watermark commit survives power loss
+		"foreign_keys": "1",
+		"busy_timeout": "10000",
+	} {
+		var got string
+		if err := s.write.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+	var readOnly string
+	if err := s.read.QueryRowContext(t.Context(), "PRAGMA query_only").Scan(&readOnly); err != nil || readOnly != "1" {
+		t.Errorf("read pool query_only = %q, %v", readOnly, err)
+	}
+	if n := s.write.Stats().MaxOpenConnections; n != 1 {
+		t.Errorf("writer pool allows %d connections, want 1", n)
+	}
+}
+
+func TestOpen_RefusesMemory(t *testing.T) {
+	for _, path := range []string{"", ":memory:", "file:x?mode=memory"} {
+		if _, err := Open(t.Context(), path); err == nil {
+			t.Errorf("Open(%q) succeeded", path)
+		}
+	}
+}
+
+func TestOpen_ReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd ?#% name.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err := s.InvocationInsert(t.Context(), store.InsertParams{Key: "k", Status: store.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(t.Context(), path) // migrations already applied: a no-op
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.InvocationGet(t.Context(), inv.ID); err != nil || got.Key != "k" {
+		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+func TestMigrations_DownThenUp(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	if err := migrateDown(ctx, s.write, 0); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.write.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE name NOT IN ('schema_migrations', 'sqlite_sequence')`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d schema objects left after down", n)
+	}
+	if err := migrateUp(ctx, s.write); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k", Status: store.StatusPending}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuditLog_AppendOnly(t *testing.T) {
+	s := newTestStore(t)
+	if _, err := s.AuditAppend(t.Context(), store.AuditEntry{Kind: "tool_call"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`UPDATE audit_log SET kind = 'x'`, `DELETE FROM audit_log`} {
+		_, err := s.write.ExecContext(t.Context(), stmt)
+		if err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want append-only", stmt, err)
+		}
+	}
+}

@@ -1,0 +1,350 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Status is an invocation's status. Suspension is not a status (RT-11): a suspended row
+// stays RUNNING with SuspendedAt set, and the sweep excludes it by predicate.
+type Status string
+
+const (
+	StatusPending     Status = "PENDING"
+	StatusRunning     Status = "RUNNING"
+	StatusSucceeded   Status = "SUCCEEDED"
+	StatusFailed      Status = "FAILED"
+	StatusDenied      Status = "DENIED"
+	StatusUnavailable Status = "UNAVAILABLE"
+	StatusUncertain   Status = "UNCERTAIN"
+)
+
+// Terminal reports whether a row in this status is settled: step 8 returns its
+// recorded outcome instead of executing. UNCERTAIN counts: it is never re-executed.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSucceeded, StatusFailed, StatusDenied, StatusUnavailable, StatusUncertain:
+		return true
+	}
+	return false
+}
+
+// Idempotency classes the sweep reads (the spec's idempotency field, recorded per row).
+const (
+	IdempotencyIdempotent              = "idempotent"
+	IdempotencyConditionallyIdempotent = "conditionally_idempotent"
+	IdempotencyNonIdempotent           = "non_idempotent"
+)
+
+// Decisions of step 6 (POL-1) that the store reads.
+const (
+	DecisionAllow         = "allow"
+	DecisionDeny          = "deny"
+	DecisionNeedsApproval = "needs_approval"
+)
+
+// Reason codes the store itself writes (they are entries of runtime/reasons.yaml).
+const (
+	ReasonCrashLoop             = "crash_loop"
+	ReasonEffectMayHaveHappened = "effect_may_have_happened"
+)
+
+// Resolutions of an UNCERTAIN row.
+const (
+	ResolutionHappened     = "happened"
+	ResolutionDidNotHappen = "did_not_happen"
+)
+
+// Errors every driver returns (wrapped or not; test with errors.Is).
+var (
+	// ErrNotFound: no row matches.
+	ErrNotFound = errors.New("store: not found")
+	// ErrLeaseLost: the fenced write matched no row — the lease was reclaimed, the
+	// attempt is stale or the row is no longer RUNNING. The caller must stop before
+	// any effect.
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrConflict: a state transition that is not allowed from the row's current state.
+	ErrConflict = errors.New("store: conflict")
+	// ErrInvalid: the parameters describe no valid write (a RUNNING insert without an
+	// owner, a settlement to a non-terminal status, an unknown resolution, ...). Nothing
+	// was written; it is a bug in the caller.
+	ErrInvalid = errors.New("store: invalid argument")
+)
+
+// Invocation is one persisted call (ST-4, the tool_invocations row).
+type Invocation struct {
+	ID             int64
+	Key            string // idempotency key (RT-5), hex; unique
+	Tenant         string
+	Principal      string
+	SessionID      string
+	RunID          string
+	Step           int
+	CallID         string
+	Tool           string
+	ToolVersion    int
+	Idempotency    string // the tool's class when the call was recorded
+	IdempotentWhen *bool  // conditionally_idempotent only: did idempotent_when hold for these args (step 6)
+	Args           json.RawMessage
+	ArgsHash       string // hash of (tool, canonical args): the breaker's "identical call" (RT-8)
+	OriginTrust    string
+	ArgumentTrust  string
+	Mode           string // the active protocol mode (WF-5)
+	Decision       string // allow | deny | needs_approval (POL-1)
+	Status         Status
+	ReasonCode     string
+	Outcome        json.RawMessage // the recorded outcome returned at step 8
+	EffectSentAt   *time.Time      // the watermark of the current attempt
+	// EarlierEffectSentAt is the first watermark of an earlier attempt, kept when the
+	// sweep retried the row and cleared EffectSentAt: the effect may have been sent
+	// since then (idempotent retries only). Nil if no earlier attempt marked.
+	EarlierEffectSentAt *time.Time
+	// WatermarkMissing flags a watermark-requiring call that returned without marking (RT-13).
+	WatermarkMissing bool
+	LeaseOwner       string // the fence's owner; kept on settle, cleared when the sweep reclaims
+	LeaseExpiresAt   *time.Time
+	Attempt          int // number of claims so far (a RUNNING insert is the first)
+	SuspendedAt      *time.Time
+	ResumeToken      string
+	ResolvedBy       string     // who resolved an UNCERTAIN row, and how
+	Resolution       string     // happened | did_not_happen
+	ResolvedAt       *time.Time // when it was resolved (database clock)
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Fence identifies one attempt of one invocation by one worker. Every write after a
+// claim is conditioned on it: WHERE id = ? AND status = 'RUNNING' AND lease_owner = ?
+// AND attempt = ? AND suspended_at IS NULL.
+type Fence struct {
+	ID      int64
+	Owner   string
+	Attempt int
+}
+
+// Fence returns the fence of the row's current attempt.
+func (inv *Invocation) Fence() Fence {
+	return Fence{ID: inv.ID, Owner: inv.LeaseOwner, Attempt: inv.Attempt}
+}
+
+// InsertParams records a new invocation. Status is PENDING (an approval hold follows),
+// RUNNING (the PENDING record and the claim fused into one insert: Owner and Lease are
+// required, attempt is 1) or a terminal status (a denial, or an idempotent none/read
+// call recorded once, after it ran). Attempt counts claims: it is 1 for RUNNING and 0
+// otherwise. Owner and Lease are ignored unless Status is RUNNING.
+type InsertParams struct {
+	Key, Tenant, Principal, SessionID, RunID string
+	Step                                     int
+	CallID, Tool                             string
+	ToolVersion                              int
+	Idempotency                              string
+	IdempotentWhen                           *bool
+	Args                                     json.RawMessage
+	ArgsHash                                 string
+	OriginTrust, ArgumentTrust, Mode         string
+	Decision                                 string
+	Status                                   Status
+	ReasonCode                               string
+	Outcome                                  json.RawMessage
+	Owner                                    string        // RUNNING only
+	Lease                                    time.Duration // RUNNING only
+}
+
+// Settlement is the terminal write of an attempt (step 13).
+type Settlement struct {
+	Status           Status // a terminal status
+	ReasonCode       string
+	Outcome          json.RawMessage
+	WatermarkMissing bool
+}
+
+// Sweep defaults, used for zero fields of SweepParams.
+const (
+	DefaultSweepLimit  = 100
+	DefaultMaxAttempts = 5
+)
+
+// SweepParams bounds one recovery pass. Zero fields take the defaults.
+type SweepParams struct {
+	Limit int // rows per pass
+	// MaxAttempts bounds crash loops: a reclaimed row whose decision would be retry but
+	// that has already been claimed MaxAttempts times ends FAILED with reason_code
+	// crash_loop instead. A call therefore runs at most MaxAttempts times.
+	MaxAttempts int
+}
+
+// WithDefaults returns p with zero (or negative) fields set to the defaults.
+func (p SweepParams) WithDefaults() SweepParams {
+	if p.Limit <= 0 {
+		p.Limit = DefaultSweepLimit
+	}
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	return p
+}
+
+// Swept is one row the sweep reclaimed and what it decided (RT-4).
+type Swept struct {
+	Invocation *Invocation // the row after the sweep
+	// Decision is retry (back to PENDING, same key, attempt kept; the next claim
+	// increments it), uncertain, or failed (crash loop bound reached).
+	Decision string
+}
+
+// Sweep decisions.
+const (
+	SweepRetry     = "retry"
+	SweepUncertain = "uncertain"
+	SweepFailed    = "failed"
+)
+
+// BreakerCounts are the breaker's one counter, read from the rows of a run (RT-8).
+type BreakerCounts struct {
+	Total     int  // identical calls recorded in the run
+	Denied    int  // of which denied
+	Uncertain bool // one of them ended UNCERTAIN (resolved or not)
+}
+
+// Approval is a persisted decision on one held invocation (POL-3).
+type Approval struct {
+	Key       string // the invocation's idempotency key
+	Tenant    string // must be the invocation's tenant
+	Approved  bool
+	DecidedBy string
+	Reason    string
+	DecidedAt time.Time // set by the store (database clock)
+}
+
+// AuditEntry is one line of the audit log (WF-5).
+type AuditEntry struct {
+	ID        int64
+	Tenant    string
+	Kind      string // tool_call, wf1_violation, dispatch_request, approval, resolve, ...
+	Principal string
+	SessionID string
+	Mode      string
+	Tool      string
+	Key       string
+	Detail    json.RawMessage
+	At        time.Time // set by the store (database clock)
+}
+
+// CatalogChange is one entry of mcp_catalog_history (MCP-7).
+type CatalogChange struct {
+	ID       int64
+	ServerID string
+	Tool     string
+	Change   string // added | removed | changed | dropped_collision | forced_epoch
+	SHA256   string
+	Detail   json.RawMessage
+	At       time.Time // set by the store (database clock)
+}
+
+// Store is the persistence port. Every method that writes is exactly one transaction
+// (one commit), whatever it returns; the others only read. It is safe for concurrent
+// use by many goroutines and, for drivers that support it, many processes.
+//
+// A fenced write (the ...IfLeased methods) matches its row only WHERE id = ? AND
+// status = 'RUNNING' AND lease_owner = ? AND attempt = ? AND suspended_at IS NULL;
+// matching nothing is ErrLeaseLost, except where a method names its lost-ack case.
+// All times that decide leases come from the database clock, never the caller's.
+//
+// Limits: a limit <= 0 on a list method means no limit.
+type Store interface {
+	// InvocationInsert records a new invocation (step 7, fused with step 10 when the
+	// status is RUNNING: lease_expires_at = db-now + Lease, attempt 1). If the key
+	// already exists nothing is written and the existing row is returned with inserted
+	// false (step 8 then decides). ErrInvalid for an unknown status, or RUNNING without
+	// Owner or a positive Lease.
+	InvocationInsert(ctx context.Context, p InsertParams) (inv *Invocation, inserted bool, err error)
+	// InvocationGet and InvocationGetByKey read one row; ErrNotFound if there is none.
+	InvocationGet(ctx context.Context, id int64) (*Invocation, error)
+	InvocationGetByKey(ctx context.Context, key string) (*Invocation, error)
+	// InvocationClaimIfPending moves a PENDING row to RUNNING for owner with a lease
+	// (db-now + lease), incrementing the attempt (step 10 after a hold, or a retry after
+	// the sweep). Of concurrent claimers exactly one wins; the others get ErrConflict,
+	// as does any claim of a row that is not PENDING. ErrNotFound if there is no row.
+	InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*Invocation, error)
+	// InvocationMarkEffectSentIfLeased durably sets the watermark (effect_sent_at) and
+	// records token with it. Besides the fence it requires an unexpired lease
+	// (lease_expires_at > db-now): a worker whose lease ran out must not start an
+	// effect. Lost ack: retried with the same token it succeeds again (the first
+	// effect_sent_at is kept), so "did my own write land?" is answered by the row.
+	// ErrConflict if the row already carries another token under the same fence;
+	// ErrLeaseLost if the fence or the lease does not hold. The commit survives power
+	// loss, not only process death.
+	InvocationMarkEffectSentIfLeased(ctx context.Context, f Fence, token string) error
+	// InvocationSettleIfLeased writes the terminal status and outcome (step 13) and
+	// releases the lease; lease_owner and attempt stay as the record of the settling
+	// fence. Lost ack: if the row is already terminal (not via resume) with this fence
+	// and the same status, it succeeds without writing. ErrLeaseLost otherwise;
+	// ErrInvalid if s.Status is not terminal.
+	InvocationSettleIfLeased(ctx context.Context, f Fence, s Settlement) error
+	// InvocationSuspendIfLeased marks a RUNNING control call suspended (RT-11): it sets
+	// suspended_at, the resume token and the outcome so far, and releases the lease;
+	// the row stays RUNNING, and the sweep, lease renewal and every fenced write ignore
+	// it from now on. Lost ack: succeeds if the row is already suspended with this
+	// token under this fence. ErrConflict if another row holds the token.
+	InvocationSuspendIfLeased(ctx context.Context, f Fence, resumeToken string, outcome json.RawMessage) error
+	// InvocationResume settles a suspended row by its resume token, exactly as a settle
+	// would; suspended_at is kept as history, so a resumed row is terminal with
+	// SuspendedAt set. ErrNotFound for an unknown token, ErrConflict if the row is no
+	// longer suspended (already resumed), ErrInvalid if s.Status is not terminal.
+	InvocationResume(ctx context.Context, resumeToken string, s Settlement) (*Invocation, error)
+	// InvocationRenewLeases sets lease_expires_at = db-now + lease on every RUNNING,
+	// unsuspended row of owner whose lease has not yet expired: one statement per
+	// interval, however many calls are in flight. An expired lease is never revived:
+	// the sweep may already be deciding for it. Returns the number of rows renewed.
+	InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error)
+	// InvocationSweep reclaims up to p.Limit RUNNING, unsuspended rows whose lease
+	// expired (by the database clock) and classifies each from its recorded facts (RT-4),
+	// in one statement:
+	//   - watermark set, and neither idempotent nor conditionally_idempotent with
+	//     IdempotentWhen true -> UNCERTAIN, reason_code effect_may_have_happened;
+	//   - otherwise (no watermark, or a watermark on a call that is safe to repeat)
+	//     -> retry: PENDING, same key, attempt kept, watermark cleared (remembered in
+	//     EarlierEffectSentAt) so the next attempt sets its own;
+	//   - but a retry of a row already claimed p.MaxAttempts times -> FAILED,
+	//     reason_code crash_loop.
+	// Every reclaimed row loses its lease_owner and lease, so the old fence can never
+	// match again. Safe under concurrent sweepers: each row is reclaimed by exactly one.
+	// Rows are returned in id order.
+	InvocationSweep(ctx context.Context, p SweepParams) ([]Swept, error)
+	// InvocationListRetryable lists PENDING rows that may be claimed now: decision
+	// allow (swept retries) or an approved hold (decision needs_approval with an
+	// approval that approved it), oldest first.
+	InvocationListRetryable(ctx context.Context, limit int) ([]*Invocation, error)
+	// InvocationListUncertain is the review queue of one tenant ("" for all): UNCERTAIN
+	// rows not yet resolved, oldest first.
+	InvocationListUncertain(ctx context.Context, tenant string) ([]*Invocation, error)
+	// InvocationResolveUncertain records a person's review: happened or did_not_happen,
+	// by whom and when. The status stays UNCERTAIN, so step 8 keeps returning the
+	// recorded outcome and the breaker's uncertain_repeat keeps holding; the row leaves
+	// the review queue. ErrConflict if the row is not UNCERTAIN or already resolved,
+	// ErrNotFound if there is none, ErrInvalid for another resolution or an empty by.
+	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*Invocation, error)
+	// InvocationBreakerCounts reads the breaker's counter for one identical call in a run.
+	InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (BreakerCounts, error)
+
+	// ApprovalDecide records an approval or denial of a held invocation (DecidedAt is
+	// the database clock). The invocation must exist in a.Tenant, else ErrNotFound.
+	// Deciding twice is ErrConflict.
+	ApprovalDecide(ctx context.Context, a Approval) error
+	ApprovalGet(ctx context.Context, key string) (*Approval, error)
+
+	// AuditAppend appends one entry (the log is append-only) and returns its id; ids
+	// increase. AuditList pages by id: entries with id > afterID of tenant ("" for
+	// all), in id order.
+	AuditAppend(ctx context.Context, e AuditEntry) (int64, error)
+	AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]AuditEntry, error)
+
+	// CatalogHistoryAppend appends one catalog change; CatalogHistoryList lists those of
+	// one server ("" for all) in id order.
+	CatalogHistoryAppend(ctx context.Context, c CatalogChange) (int64, error)
+	CatalogHistoryList(ctx context.Context, serverID string) ([]CatalogChange, error)
+
+	Close() error
+}

@@ -1,0 +1,187 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// WriteMethods are the Store methods that write: each call is exactly one commit.
+var WriteMethods = []string{
+	"InvocationInsert",
+	"InvocationClaimIfPending",
+	"InvocationMarkEffectSentIfLeased",
+	"InvocationSettleIfLeased",
+	"InvocationSuspendIfLeased",
+	"InvocationResume",
+	"InvocationRenewLeases",
+	"InvocationSweep",
+	"InvocationResolveUncertain",
+	"ApprovalDecide",
+	"AuditAppend",
+	"CatalogHistoryAppend",
+}
+
+// CountingStore wraps a Store and counts its commits: calls of the writing methods
+// ([WriteMethods]), by method name. Every call counts, also one that returns an error
+// (a driver still opens and ends its one transaction), so the count is the number of
+// commits a caller asked for. Reads pass through uncounted. It implements every method
+// explicitly, so a method added to the interface cannot slip through uncounted.
+type CountingStore struct {
+	s      store.Store
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+var _ store.Store = (*CountingStore)(nil)
+
+// NewCountingStore wraps s.
+func NewCountingStore(s store.Store) *CountingStore {
+	return &CountingStore{s: s, counts: map[string]int{}}
+}
+
+func (c *CountingStore) count(method string) {
+	c.mu.Lock()
+	c.counts[method]++
+	c.mu.Unlock()
+}
+
+// Commits returns a copy of the counts by method name.
+func (c *CountingStore) Commits() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Total returns the number of commits so far.
+func (c *CountingStore) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.counts {
+		n += v
+	}
+	return n
+}
+
+// Methods returns the names of the writing methods called so far, sorted.
+func (c *CountingStore) Methods() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range c.counts {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Reset sets every count to zero.
+func (c *CountingStore) Reset() {
+	c.mu.Lock()
+	c.counts = map[string]int{}
+	c.mu.Unlock()
+}
+
+func (c *CountingStore) InvocationInsert(ctx context.Context, p store.InsertParams) (*store.Invocation, bool, error) {
+	c.count("InvocationInsert")
+	return c.s.InvocationInsert(ctx, p)
+}
+
+func (c *CountingStore) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {
+	return c.s.InvocationGet(ctx, id)
+}
+
+func (c *CountingStore) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
+	return c.s.InvocationGetByKey(ctx, key)
+}
+
+func (c *CountingStore) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
+	c.count("InvocationClaimIfPending")
+	return c.s.InvocationClaimIfPending(ctx, id, owner, lease)
+}
+
+func (c *CountingStore) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
+	c.count("InvocationMarkEffectSentIfLeased")
+	return c.s.InvocationMarkEffectSentIfLeased(ctx, f, token)
+}
+
+func (c *CountingStore) InvocationSettleIfLeased(ctx context.Context, f store.Fence, s store.Settlement) error {
+	c.count("InvocationSettleIfLeased")
+	return c.s.InvocationSettleIfLeased(ctx, f, s)
+}
+
+func (c *CountingStore) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
+	c.count("InvocationSuspendIfLeased")
+	return c.s.InvocationSuspendIfLeased(ctx, f, resumeToken, outcome)
+}
+
+func (c *CountingStore) InvocationResume(ctx context.Context, resumeToken string, s store.Settlement) (*store.Invocation, error) {
+	c.count("InvocationResume")
+	return c.s.InvocationResume(ctx, resumeToken, s)
+}
+
+func (c *CountingStore) InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error) {
+	c.count("InvocationRenewLeases")
+	return c.s.InvocationRenewLeases(ctx, owner, lease)
+}
+
+func (c *CountingStore) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
+	c.count("InvocationSweep")
+	return c.s.InvocationSweep(ctx, p)
+}
+
+func (c *CountingStore) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
+	return c.s.InvocationListRetryable(ctx, limit)
+}
+
+func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
+	return c.s.InvocationListUncertain(ctx, tenant)
+}
+
+func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
+	c.count("InvocationResolveUncertain")
+	return c.s.InvocationResolveUncertain(ctx, id, resolution, by)
+}
+
+func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
+	return c.s.InvocationBreakerCounts(ctx, runID, argsHash)
+}
+
+func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval) error {
+	c.count("ApprovalDecide")
+	return c.s.ApprovalDecide(ctx, a)
+}
+
+func (c *CountingStore) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
+	return c.s.ApprovalGet(ctx, key)
+}
+
+func (c *CountingStore) AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error) {
+	c.count("AuditAppend")
+	return c.s.AuditAppend(ctx, e)
+}
+
+func (c *CountingStore) AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]store.AuditEntry, error) {
+	return c.s.AuditList(ctx, tenant, afterID, limit)
+}
+
+func (c *CountingStore) CatalogHistoryAppend(ctx context.Context, ch store.CatalogChange) (int64, error) {
+	c.count("CatalogHistoryAppend")
+	return c.s.CatalogHistoryAppend(ctx, ch)
+}
+
+func (c *CountingStore) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
+	return c.s.CatalogHistoryList(ctx, serverID)
+}
+
+// Close closes the wrapped store (not a commit).
+func (c *CountingStore) Close() error { return c.s.Close() }

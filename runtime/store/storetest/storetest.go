@@ -1,0 +1,1519 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// Option configures [Run].
+type Option func(*config)
+
+type config struct {
+	reopen func(t *testing.T, s store.Store) store.Store
+}
+
+// WithReopen gives the suite a second, independent handle on the database behind s —
+// its own connections or pool, as another worker process would have — for the
+// concurrency tests. The handle must be closed by reopen's cleanup. Without it those
+// tests share one handle between goroutines.
+func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
+	return func(c *config) { c.reopen = reopen }
+}
+
+// Run is the conformance suite every driver passes (ST-2). newStore returns an empty,
+// migrated store of its own (a temp file, a fresh schema) and registers its cleanup.
+// Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := &env{s: newStore(t), ctx: t.Context()}
+			e.other = e.s
+			if cfg.reopen != nil {
+				e.other = cfg.reopen(t, e.s)
+			}
+			tc.fn(t, e)
+		})
+	}
+}
+
+// env is one subtest's store and helpers.
+type env struct {
+	s     store.Store
+	other store.Store // a second handle on the same database (or s)
+	ctx   context.Context
+}
+
+// handle returns s or the other handle, alternating with i.
+func (e *env) handle(i int) store.Store {
+	if i%2 == 0 {
+		return e.s
+	}
+	return e.other
+}
+
+const (
+	longLease = time.Hour
+	// pollTimeout bounds every wait for the database clock to pass a lease.
+	pollTimeout = 15 * time.Second
+)
+
+var tests = []struct {
+	name string
+	fn   func(t *testing.T, e *env)
+}{
+	// insert and read
+	{"Insert_Pending_RoundTripsEveryField", testInsertPendingRoundTripsEveryField},
+	{"Insert_Running_LeaseByDatabaseClock", testInsertRunningLeaseByDatabaseClock},
+	{"Insert_Terminal_RecordsOutcomeOnce", testInsertTerminalRecordsOutcomeOnce},
+	{"Insert_DuplicateKey_ReturnsExisting", testInsertDuplicateKeyReturnsExisting},
+	{"Insert_ConcurrentSameKey_ExactlyOneInserted", testInsertConcurrentSameKeyExactlyOneInserted},
+	{"Insert_Invalid_ErrInvalidWritesNothing", testInsertInvalid},
+	{"Get_Missing_NotFound", testGetMissingNotFound},
+	// claim
+	{"Claim_Pending_RunningWithLease", testClaimPendingRunningWithLease},
+	{"Claim_NotPending_Conflict", testClaimNotPendingConflict},
+	{"Claim_Missing_NotFound", testClaimMissingNotFound},
+	{"Claim_Invalid_ErrInvalid", testClaimInvalid},
+	{"Claim_Concurrent_ExactlyOneWins", testClaimConcurrentExactlyOneWins},
+	// watermark
+	{"MarkEffectSent_SetsWatermark", testMarkEffectSentSetsWatermark},
+	{"MarkEffectSent_LostAck_RetrySucceeds", testMarkEffectSentLostAckRetrySucceeds},
+	{"MarkEffectSent_OtherToken_Conflict", testMarkEffectSentOtherTokenConflict},
+	{"MarkEffectSent_ZombieFence_LeaseLost", testMarkEffectSentZombieFenceLeaseLost},
+	{"MarkEffectSent_LeaseExpired_LeaseLost", testMarkEffectSentLeaseExpiredLeaseLost},
+	{"MarkEffectSent_EmptyToken_ErrInvalid", testMarkEffectSentEmptyToken},
+	// settle
+	{"Settle_RecordsOutcomeKeepsFence", testSettleRecordsOutcomeKeepsFence},
+	{"Settle_LostAck_RetrySucceeds", testSettleLostAckRetrySucceeds},
+	{"Settle_LostAckOtherStatus_LeaseLost", testSettleLostAckOtherStatusLeaseLost},
+	{"Settle_ZombieFence_LeaseLost", testSettleZombieFenceLeaseLost},
+	{"Settle_LeaseExpiredNotYetSwept_Succeeds", testSettleLeaseExpiredNotYetSwept},
+	{"Settle_NonTerminal_ErrInvalid", testSettleNonTerminal},
+	// the sweep (RT-4)
+	{"Sweep_NoWatermark_Retry", testSweepNoWatermarkRetry},
+	{"Sweep_CrashLoop_Failed", testSweepCrashLoopFailed},
+	{"Sweep_WatermarkSetIdempotent_Retry", testSweepWatermarkSetIdempotentRetry},
+	{"Sweep_WatermarkSetConditionalWhenTrue_Retry", testSweepWatermarkSetConditionalWhenTrueRetry},
+	{"Sweep_WatermarkSetConditionalWhenFalse_BecomesUncertain", testSweepWatermarkSetConditionalWhenFalseUncertain},
+	{"Sweep_WatermarkSetNonIdempotent_BecomesUncertain", testSweepWatermarkSetNonIdempotentUncertain},
+	{"Sweep_WatermarkSetIdempotentCrashLoop_Failed", testSweepWatermarkSetIdempotentCrashLoopFailed},
+	{"Sweep_LeaseExpiresByDatabaseClock", testSweepLeaseExpiresByDatabaseClock},
+	{"Sweep_SuspendedRowsExcluded", testSweepSuspendedRowsExcluded},
+	{"Sweep_PendingAndTerminalRowsIgnored", testSweepPendingAndTerminalRowsIgnored},
+	{"Sweep_Limit_BoundsOnePass", testSweepLimitBoundsOnePass},
+	{"Sweep_ZeroParams_UsesDefaults", testSweepZeroParamsUsesDefaults},
+	{"Sweep_ConcurrentSweepers_EachRowOnce", testSweepConcurrentSweepersEachRowOnce},
+	{"Sweep_RacesSettle_ExactlyOneWins", testSweepRacesSettleExactlyOneWins},
+	// fencing across reclaims
+	{"Fence_ZombieAfterReclaimByAnotherWorker_LeaseLost", testFenceZombieAfterReclaimByAnotherWorker},
+	{"Settle_ZombieAfterSweptUncertain_LeaseLost", testSettleZombieAfterSweptUncertain},
+	// leases
+	{"Renew_ExtendsOwnersUnsuspendedLeases", testRenewExtendsOwnersUnsuspendedLeases},
+	{"Renew_ExpiredLease_NotRevived", testRenewExpiredLeaseNotRevived},
+	{"Renew_Invalid_ErrInvalid", testRenewInvalid},
+	// suspension (RT-11)
+	{"Suspend_StaysRunningReleasesLease", testSuspendStaysRunningReleasesLease},
+	{"Suspend_LostAck_RetrySucceeds", testSuspendLostAckRetrySucceeds},
+	{"Suspend_TokenInUse_Conflict", testSuspendTokenInUseConflict},
+	{"Suspend_ZombieFence_LeaseLost", testSuspendZombieFenceLeaseLost},
+	{"Resume_SettlesKeepsSuspendedAt", testResumeSettlesKeepsSuspendedAt},
+	{"Resume_Errors", testResumeErrors},
+	// queues and review
+	{"ListRetryable_AllowAndApprovedHolds", testListRetryableAllowAndApprovedHolds},
+	{"ListUncertain_TenantFilter_ResolvedLeave", testListUncertainTenantFilter},
+	{"ResolveUncertain_KeepsStatusRecordsReview", testResolveUncertainKeepsStatus},
+	{"ResolveUncertain_Errors", testResolveUncertainErrors},
+	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
+	// approvals, audit, catalog
+	{"Approval_DecideAndGet", testApprovalDecideAndGet},
+	{"Approval_DecideTwice_Conflict", testApprovalDecideTwiceConflict},
+	{"Approval_UnknownKeyOrOtherTenant_NotFound", testApprovalUnknownKeyOrOtherTenant},
+	{"Audit_AppendAndPage", testAuditAppendAndPage},
+	{"CatalogHistory_AppendAndListByServer", testCatalogHistory},
+	// the commit count
+	{"CountingStore_OneCommitPerWrite", testCountingStoreOneCommitPerWrite},
+	{"Handles_SeeEachOthersCommits", testHandlesSeeEachOthersCommits},
+}
+
+// ---- helpers
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// params returns valid PENDING insert parameters with a fresh key.
+func params(mods ...func(*store.InsertParams)) store.InsertParams {
+	p := store.InsertParams{
+		Key:           randomHex(16),
+		Tenant:        "tenant-a",
+		Principal:     "alice",
+		SessionID:     "session-1",
+		RunID:         "run-1",
+		Step:          1,
+		CallID:        "call-" + randomHex(4),
+		Tool:          "demo.write",
+		ToolVersion:   1,
+		Idempotency:   store.IdempotencyNonIdempotent,
+		Args:          json.RawMessage(`{"path":"a.txt","text":"hi"}`),
+		ArgsHash:      "hash-1",
+		OriginTrust:   "user",
+		ArgumentTrust: "user",
+		Mode:          "default",
+		Decision:      store.DecisionAllow,
+		Status:        store.StatusPending,
+	}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+// running makes p a fused RUNNING insert for owner with lease.
+func running(owner string, lease time.Duration) func(*store.InsertParams) {
+	return func(p *store.InsertParams) {
+		p.Status, p.Owner, p.Lease = store.StatusRunning, owner, lease
+	}
+}
+
+func idempotency(class string, when *bool) func(*store.InsertParams) {
+	return func(p *store.InsertParams) { p.Idempotency, p.IdempotentWhen = class, when }
+}
+
+func (e *env) insert(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+	t.Helper()
+	inv, inserted, err := e.s.InvocationInsert(e.ctx, params(mods...))
+	if err != nil {
+		t.Fatalf("InvocationInsert: %v", err)
+	}
+	if !inserted {
+		t.Fatalf("InvocationInsert: inserted = false for a fresh key")
+	}
+	return inv
+}
+
+func (e *env) get(t *testing.T, id int64) *store.Invocation {
+	t.Helper()
+	inv, err := e.s.InvocationGet(e.ctx, id)
+	if err != nil {
+		t.Fatalf("InvocationGet(%d): %v", id, err)
+	}
+	return inv
+}
+
+// runningWithWatermark inserts a RUNNING row with a long lease and marks its watermark.
+func (e *env) runningWithWatermark(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+	t.Helper()
+	inv := e.insert(t, append(mods, running("w-"+randomHex(4), longLease))...)
+	if err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-"+randomHex(4)); err != nil {
+		t.Fatalf("InvocationMarkEffectSentIfLeased: %v", err)
+	}
+	return e.get(t, inv.ID)
+}
+
+// expire makes every lease of owner run out now by the database clock: it renews them
+// to one microsecond (renewal sets db-now + lease), so rows of one owner expire at the
+// same instant.
+func (e *env) expire(t *testing.T, owner string, want int) {
+	t.Helper()
+	n, err := e.s.InvocationRenewLeases(e.ctx, owner, time.Microsecond)
+	if err != nil {
+		t.Fatalf("InvocationRenewLeases: %v", err)
+	}
+	if n != want {
+		t.Fatalf("InvocationRenewLeases(%s) = %d, want %d", owner, n, want)
+	}
+}
+
+// eventually polls cond until it holds or pollTimeout passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// sweepUntil sweeps with p until every id in ids has been swept, and returns what the
+// passes decided, by id. It fails on a row swept twice or a row not in ids.
+func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[int64]store.Swept {
+	t.Helper()
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	got := map[int64]store.Swept{}
+	eventually(t, fmt.Sprintf("the sweep to reclaim %v", ids), func() bool {
+		swept, err := e.s.InvocationSweep(e.ctx, p)
+		if err != nil {
+			t.Fatalf("InvocationSweep: %v", err)
+		}
+		for _, sw := range swept {
+			id := sw.Invocation.ID
+			if !want[id] {
+				t.Fatalf("InvocationSweep reclaimed unexpected row %d (%s)", id, sw.Decision)
+			}
+			if _, dup := got[id]; dup {
+				t.Fatalf("InvocationSweep reclaimed row %d twice", id)
+			}
+			got[id] = sw
+		}
+		return len(got) == len(want)
+	})
+	return got
+}
+
+// sweepOne expires inv's lease (its owner must hold only this row) and sweeps it.
+func (e *env) sweepOne(t *testing.T, inv *store.Invocation, p store.SweepParams) store.Swept {
+	t.Helper()
+	e.expire(t, inv.LeaseOwner, 1)
+	return e.sweepUntil(t, p, inv.ID)[inv.ID]
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+func noErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func sameJSON(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+func settled(status store.Status, outcome string) store.Settlement {
+	return store.Settlement{Status: status, ReasonCode: "", Outcome: json.RawMessage(outcome)}
+}
+
+// ---- insert and read
+
+func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
+	p := params(func(p *store.InsertParams) {
+		p.Idempotency, p.IdempotentWhen = store.IdempotencyConditionallyIdempotent, ptr(true)
+		p.Step, p.ToolVersion, p.Decision, p.ReasonCode = 7, 3, store.DecisionNeedsApproval, "approval_required"
+		p.Outcome = json.RawMessage(`{"held":true}`)
+		p.Owner, p.Lease = "ignored", time.Minute // ignored unless RUNNING
+	})
+	inv, inserted, err := e.s.InvocationInsert(e.ctx, p)
+	noErr(t, "InvocationInsert", err)
+	if !inserted || inv.ID == 0 {
+		t.Fatalf("inserted = %v, id = %d", inserted, inv.ID)
+	}
+	for _, got := range []*store.Invocation{inv, e.get(t, inv.ID)} {
+		if got.Key != p.Key || got.Tenant != p.Tenant || got.Principal != p.Principal || got.SessionID != p.SessionID ||
+			got.RunID != p.RunID || got.Step != p.Step || got.CallID != p.CallID || got.Tool != p.Tool ||
+			got.ToolVersion != p.ToolVersion || got.Idempotency != p.Idempotency || got.IdempotentWhen == nil ||
+			!*got.IdempotentWhen || !sameJSON(got.Args, p.Args) || got.ArgsHash != p.ArgsHash ||
+			got.OriginTrust != p.OriginTrust || got.ArgumentTrust != p.ArgumentTrust || got.Mode != p.Mode ||
+			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != p.ReasonCode ||
+			!sameJSON(got.Outcome, p.Outcome) {
+			t.Fatalf("row does not carry the inserted fields:\n got %+v\nwant %+v", got, p)
+		}
+		if got.Attempt != 0 || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.EffectSentAt != nil ||
+			got.EarlierEffectSentAt != nil || got.SuspendedAt != nil || got.ResumeToken != "" || got.WatermarkMissing ||
+			got.Resolution != "" || got.ResolvedBy != "" || got.ResolvedAt != nil {
+			t.Fatalf("fresh PENDING row has state: %+v", got)
+		}
+		if got.CreatedAt.IsZero() || !got.CreatedAt.Equal(got.UpdatedAt) {
+			t.Fatalf("CreatedAt %v, UpdatedAt %v", got.CreatedAt, got.UpdatedAt)
+		}
+	}
+	byKey, err := e.s.InvocationGetByKey(e.ctx, p.Key)
+	noErr(t, "InvocationGetByKey", err)
+	if byKey.ID != inv.ID {
+		t.Fatalf("InvocationGetByKey id = %d, want %d", byKey.ID, inv.ID)
+	}
+	// no idempotent_when and no args round-trip as nil
+	bare := e.insert(t, func(p *store.InsertParams) { p.Args, p.IdempotentWhen = nil, nil })
+	if got := e.get(t, bare.ID); got.IdempotentWhen != nil || got.Args != nil {
+		t.Fatalf("IdempotentWhen %v, Args %q; want nil", got.IdempotentWhen, got.Args)
+	}
+}
+
+func testInsertRunningLeaseByDatabaseClock(t *testing.T, e *env) {
+	lease := 1500 * time.Millisecond
+	inv := e.insert(t, running("worker-1", lease))
+	if inv.Status != store.StatusRunning || inv.Attempt != 1 || inv.LeaseOwner != "worker-1" || inv.LeaseExpiresAt == nil {
+		t.Fatalf("RUNNING insert: %+v", inv)
+	}
+	if d := inv.LeaseExpiresAt.Sub(inv.UpdatedAt); d != lease {
+		t.Fatalf("lease_expires_at - updated_at = %v, want %v (both from the database clock)", d, lease)
+	}
+	if inv.Fence() != (store.Fence{ID: inv.ID, Owner: "worker-1", Attempt: 1}) {
+		t.Fatalf("Fence() = %+v", inv.Fence())
+	}
+}
+
+func testInsertTerminalRecordsOutcomeOnce(t *testing.T, e *env) {
+	for _, st := range []store.Status{store.StatusSucceeded, store.StatusDenied, store.StatusFailed, store.StatusUnavailable, store.StatusUncertain} {
+		inv := e.insert(t, func(p *store.InsertParams) {
+			p.Status, p.ReasonCode, p.Outcome = st, "some_reason", json.RawMessage(`{"ok":false}`)
+			p.Owner, p.Lease = "ignored", time.Minute
+		})
+		if inv.Status != st || inv.ReasonCode != "some_reason" || !sameJSON(inv.Outcome, json.RawMessage(`{"ok":false}`)) ||
+			inv.Attempt != 0 || inv.LeaseOwner != "" || inv.LeaseExpiresAt != nil {
+			t.Fatalf("terminal %s insert: %+v", st, inv)
+		}
+	}
+}
+
+func testInsertDuplicateKeyReturnsExisting(t *testing.T, e *env) {
+	first := e.insert(t)
+	again := params(running("worker-2", time.Minute), func(p *store.InsertParams) {
+		p.Key, p.Tool, p.Args = first.Key, "other.tool", json.RawMessage(`{"x":2}`)
+	})
+	got, inserted, err := e.s.InvocationInsert(e.ctx, again)
+	noErr(t, "InvocationInsert duplicate", err)
+	if inserted {
+		t.Fatal("inserted = true for an existing key")
+	}
+	if got.ID != first.ID || got.Status != store.StatusPending || got.Tool != first.Tool || !sameJSON(got.Args, first.Args) ||
+		got.Attempt != 0 || got.LeaseOwner != "" || !got.UpdatedAt.Equal(first.UpdatedAt) {
+		t.Fatalf("duplicate insert changed or misreported the row:\n got %+v\nwant %+v", got, first)
+	}
+	if now := e.get(t, first.ID); now.Tool != first.Tool || now.Status != store.StatusPending || !now.UpdatedAt.Equal(first.UpdatedAt) {
+		t.Fatalf("duplicate insert wrote: %+v", now)
+	}
+}
+
+func testInsertConcurrentSameKeyExactlyOneInserted(t *testing.T, e *env) {
+	const rounds, racers = 5, 8
+	for r := 0; r < rounds; r++ {
+		p := params(running("w", time.Minute))
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			inserted int
+			ids      = map[int64]bool{}
+			errs     []error
+		)
+		for i := 0; i < racers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				inv, ins, err := e.handle(i).InvocationInsert(e.ctx, p)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				ids[inv.ID] = true
+				if ins {
+					inserted++
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 || inserted != 1 || len(ids) != 1 {
+			t.Fatalf("round %d: inserted %d times, ids %v, errors %v; want exactly one insert, one id", r, inserted, ids, errs)
+		}
+	}
+}
+
+func testInsertInvalid(t *testing.T, e *env) {
+	cases := map[string]store.InsertParams{
+		"no key":              params(func(p *store.InsertParams) { p.Key = "" }),
+		"running no owner":    params(running("", time.Minute)),
+		"running no lease":    params(running("w", 0)),
+		"running neg lease":   params(running("w", -time.Second)),
+		"unknown status":      params(func(p *store.InsertParams) { p.Status = "SLEEPING" }),
+		"empty status":        params(func(p *store.InsertParams) { p.Status = "" }),
+		"suspension (status)": params(func(p *store.InsertParams) { p.Status = "SUSPENDED" }),
+	}
+	for name, p := range cases {
+		_, _, err := e.s.InvocationInsert(e.ctx, p)
+		wantErr(t, name, err, store.ErrInvalid)
+		if p.Key != "" {
+			_, err := e.s.InvocationGetByKey(e.ctx, p.Key)
+			wantErr(t, name+": row written", err, store.ErrNotFound)
+		}
+	}
+}
+
+func testGetMissingNotFound(t *testing.T, e *env) {
+	_, err := e.s.InvocationGet(e.ctx, 424242)
+	wantErr(t, "InvocationGet", err, store.ErrNotFound)
+	_, err = e.s.InvocationGetByKey(e.ctx, "nope")
+	wantErr(t, "InvocationGetByKey", err, store.ErrNotFound)
+}
+
+// ---- claim
+
+func testClaimPendingRunningWithLease(t *testing.T, e *env) {
+	inv := e.insert(t)
+	lease := 90 * time.Second
+	got, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "worker-1", lease)
+	noErr(t, "InvocationClaimIfPending", err)
+	if got.Status != store.StatusRunning || got.Attempt != 1 || got.LeaseOwner != "worker-1" || got.LeaseExpiresAt == nil {
+		t.Fatalf("claimed row: %+v", got)
+	}
+	if d := got.LeaseExpiresAt.Sub(got.UpdatedAt); d != lease {
+		t.Fatalf("lease_expires_at - updated_at = %v, want %v", d, lease)
+	}
+	if stored := e.get(t, inv.ID); stored.Status != store.StatusRunning || stored.Attempt != 1 {
+		t.Fatalf("stored row: %+v", stored)
+	}
+}
+
+func testClaimNotPendingConflict(t *testing.T, e *env) {
+	run := e.insert(t, running("w", longLease))
+	_, err := e.s.InvocationClaimIfPending(e.ctx, run.ID, "w2", time.Minute)
+	wantErr(t, "claim RUNNING", err, store.ErrConflict)
+	done := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	_, err = e.s.InvocationClaimIfPending(e.ctx, done.ID, "w2", time.Minute)
+	wantErr(t, "claim SUCCEEDED", err, store.ErrConflict)
+	if got := e.get(t, run.ID); got.LeaseOwner != "w" || got.Attempt != 1 {
+		t.Fatalf("losing claim wrote: %+v", got)
+	}
+}
+
+func testClaimMissingNotFound(t *testing.T, e *env) {
+	_, err := e.s.InvocationClaimIfPending(e.ctx, 424242, "w", time.Minute)
+	wantErr(t, "claim missing", err, store.ErrNotFound)
+}
+
+func testClaimInvalid(t *testing.T, e *env) {
+	inv := e.insert(t)
+	_, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "", time.Minute)
+	wantErr(t, "claim without owner", err, store.ErrInvalid)
+	_, err = e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w", 0)
+	wantErr(t, "claim without lease", err, store.ErrInvalid)
+	if got := e.get(t, inv.ID); got.Status != store.StatusPending {
+		t.Fatalf("invalid claim wrote: %+v", got)
+	}
+}
+
+func testClaimConcurrentExactlyOneWins(t *testing.T, e *env) {
+	const rows, claimers = 10, 8
+	for r := 0; r < rows; r++ {
+		inv := e.insert(t)
+		var (
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			owners []string
+			errs   []error
+		)
+		for i := 0; i < claimers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				owner := fmt.Sprintf("worker-%d", i)
+				_, err := e.handle(i).InvocationClaimIfPending(e.ctx, inv.ID, owner, time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					owners = append(owners, owner)
+				case !errors.Is(err, store.ErrConflict):
+					errs = append(errs, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 || len(owners) != 1 {
+			t.Fatalf("row %d: winners %v, unexpected errors %v; want exactly one winner", r, owners, errs)
+		}
+		if got := e.get(t, inv.ID); got.LeaseOwner != owners[0] || got.Attempt != 1 {
+			t.Fatalf("row %d: owner %q attempt %d, want %q attempt 1", r, got.LeaseOwner, got.Attempt, owners[0])
+		}
+	}
+}
+
+// ---- watermark
+
+func testMarkEffectSentSetsWatermark(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-1"))
+	got := e.get(t, inv.ID)
+	if got.EffectSentAt == nil || got.Status != store.StatusRunning || got.LeaseOwner != "w" {
+		t.Fatalf("after watermark: %+v", got)
+	}
+	if got.EffectSentAt.Before(inv.CreatedAt) {
+		t.Fatalf("effect_sent_at %v before created_at %v", got.EffectSentAt, inv.CreatedAt)
+	}
+}
+
+func testMarkEffectSentLostAckRetrySucceeds(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-1"))
+	first := e.get(t, inv.ID).EffectSentAt
+	// the acknowledgement was lost: the worker retries with the same token
+	noErr(t, "mark retried after lost ack", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-1"))
+	noErr(t, "mark retried on the other handle", e.other.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-1"))
+	if again := e.get(t, inv.ID).EffectSentAt; again == nil || !again.Equal(*first) {
+		t.Fatalf("retry moved the watermark: %v -> %v", first, again)
+	}
+}
+
+func testMarkEffectSentOtherTokenConflict(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-1"))
+	err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-2")
+	wantErr(t, "mark with another token", err, store.ErrConflict)
+}
+
+func testMarkEffectSentZombieFenceLeaseLost(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	f := inv.Fence()
+	for name, zombie := range map[string]store.Fence{
+		"other owner":   {ID: f.ID, Owner: "w2", Attempt: f.Attempt},
+		"older attempt": {ID: f.ID, Owner: f.Owner, Attempt: f.Attempt - 1},
+		"newer attempt": {ID: f.ID, Owner: f.Owner, Attempt: f.Attempt + 1},
+		"other row":     {ID: 424242, Owner: f.Owner, Attempt: f.Attempt},
+		"empty owner":   {ID: f.ID, Owner: "", Attempt: f.Attempt},
+	} {
+		wantErr(t, name, e.s.InvocationMarkEffectSentIfLeased(e.ctx, zombie, "tok"), store.ErrLeaseLost)
+	}
+	if got := e.get(t, inv.ID); got.EffectSentAt != nil {
+		t.Fatalf("zombie set the watermark: %+v", got)
+	}
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, f, settled(store.StatusSucceeded, `{}`)))
+	wantErr(t, "mark after settle", e.s.InvocationMarkEffectSentIfLeased(e.ctx, f, "tok"), store.ErrLeaseLost)
+}
+
+func testMarkEffectSentLeaseExpiredLeaseLost(t *testing.T, e *env) {
+	// A short lease, polled: while it holds, marking (idempotently, one token)
+	// succeeds; once the database clock passes it, the watermark is refused.
+	inv := e.insert(t, running("w", 50*time.Millisecond))
+	eventually(t, "the lease to expire", func() bool {
+		err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok")
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("mark: %v", err)
+		}
+		return err != nil
+	})
+	// not yet swept: the row is still RUNNING under the fence, and may still settle
+	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w" {
+		t.Fatalf("expired, unswept row: %+v", got)
+	}
+	noErr(t, "settle after expiry", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusFailed, `{}`)))
+}
+
+func testMarkEffectSentEmptyToken(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	wantErr(t, "mark without token", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), ""), store.ErrInvalid)
+}
+
+// ---- settle
+
+func testSettleRecordsOutcomeKeepsFence(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	s := store.Settlement{Status: store.StatusFailed, ReasonCode: "tool_failed", Outcome: json.RawMessage(`{"err":"x"}`), WatermarkMissing: true}
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), s))
+	got := e.get(t, inv.ID)
+	if got.Status != s.Status || got.ReasonCode != s.ReasonCode || !sameJSON(got.Outcome, s.Outcome) || !got.WatermarkMissing {
+		t.Fatalf("settled row: %+v", got)
+	}
+	if got.LeaseOwner != "w" || got.Attempt != 1 || got.LeaseExpiresAt != nil {
+		t.Fatalf("settle must keep the fence (owner, attempt) and release the lease: %+v", got)
+	}
+	if got.UpdatedAt.Before(inv.UpdatedAt) {
+		t.Fatalf("updated_at went back: %v -> %v", inv.UpdatedAt, got.UpdatedAt)
+	}
+}
+
+func testSettleLostAckRetrySucceeds(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{"n":1}`)))
+	before := e.get(t, inv.ID)
+	// the acknowledgement was lost: the retry finds its own write and succeeds, writing nothing
+	noErr(t, "settle retried", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{"n":2}`)))
+	noErr(t, "settle retried on the other handle", e.other.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{"n":3}`)))
+	after := e.get(t, inv.ID)
+	if !sameJSON(after.Outcome, json.RawMessage(`{"n":1}`)) || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("lost-ack retry rewrote the row: %+v", after)
+	}
+}
+
+func testSettleLostAckOtherStatusLeaseLost(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
+	err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusFailed, `{}`))
+	wantErr(t, "settle again with another status", err, store.ErrLeaseLost)
+	if got := e.get(t, inv.ID); got.Status != store.StatusSucceeded {
+		t.Fatalf("status changed to %s", got.Status)
+	}
+}
+
+func testSettleZombieFenceLeaseLost(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	f := inv.Fence()
+	for name, zombie := range map[string]store.Fence{
+		"other owner":   {ID: f.ID, Owner: "w2", Attempt: f.Attempt},
+		"older attempt": {ID: f.ID, Owner: f.Owner, Attempt: f.Attempt - 1},
+		"other row":     {ID: 424242, Owner: f.Owner, Attempt: f.Attempt},
+	} {
+		err := e.s.InvocationSettleIfLeased(e.ctx, zombie, settled(store.StatusSucceeded, `{}`))
+		wantErr(t, name, err, store.ErrLeaseLost)
+	}
+	pending := e.insert(t)
+	err := e.s.InvocationSettleIfLeased(e.ctx, store.Fence{ID: pending.ID, Owner: "w", Attempt: 0}, settled(store.StatusSucceeded, `{}`))
+	wantErr(t, "settle a PENDING row", err, store.ErrLeaseLost)
+	if got := e.get(t, inv.ID); got.Status != store.StatusRunning {
+		t.Fatalf("zombie settled the row: %+v", got)
+	}
+}
+
+func testSettleLeaseExpiredNotYetSwept(t *testing.T, e *env) {
+	// A lease that ran out but was not reclaimed still fences: recording what happened
+	// is always better than leaving it to the sweep.
+	inv := e.insert(t, running("w", time.Microsecond))
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
+	if got := e.get(t, inv.ID); got.Status != store.StatusSucceeded {
+		t.Fatalf("status %s", got.Status)
+	}
+}
+
+func testSettleNonTerminal(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	for _, st := range []store.Status{store.StatusPending, store.StatusRunning, "", "DONE"} {
+		err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(st, `{}`))
+		wantErr(t, "settle to "+string(st), err, store.ErrInvalid)
+	}
+}
+
+// ---- the sweep
+
+func testSweepNoWatermarkRetry(t *testing.T, e *env) {
+	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.ReasonCode = "" })
+	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 3})
+	got := sw.Invocation
+	if sw.Decision != store.SweepRetry || got.Status != store.StatusPending || got.Key != inv.Key ||
+		got.Attempt != 1 || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.EffectSentAt != nil ||
+		got.EarlierEffectSentAt != nil {
+		t.Fatalf("swept without watermark: %s %+v", sw.Decision, got)
+	}
+	if stored := e.get(t, inv.ID); stored.Status != store.StatusPending {
+		t.Fatalf("stored status %s", stored.Status)
+	}
+	// the retry is claimed like any PENDING row; the attempt goes up
+	claimed, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w2", longLease)
+	noErr(t, "claim retry", err)
+	if claimed.Attempt != 2 || claimed.Key != inv.Key {
+		t.Fatalf("claimed retry: %+v", claimed)
+	}
+}
+
+func testSweepCrashLoopFailed(t *testing.T, e *env) {
+	const maxAttempts = 3
+	inv := e.insert(t, running("w-0", longLease))
+	p := store.SweepParams{MaxAttempts: maxAttempts}
+	for attempt := 1; ; attempt++ {
+		sw := e.sweepOne(t, inv, p)
+		if attempt < maxAttempts {
+			if sw.Decision != store.SweepRetry {
+				t.Fatalf("attempt %d: decision %s, want retry", attempt, sw.Decision)
+			}
+			var err error
+			inv, err = e.s.InvocationClaimIfPending(e.ctx, inv.ID, fmt.Sprintf("w-%d", attempt), longLease)
+			noErr(t, "claim", err)
+			continue
+		}
+		got := sw.Invocation
+		if sw.Decision != store.SweepFailed || got.Status != store.StatusFailed || got.ReasonCode != store.ReasonCrashLoop ||
+			got.Attempt != maxAttempts || got.LeaseOwner != "" || got.LeaseExpiresAt != nil {
+			t.Fatalf("attempt %d: %s %+v, want FAILED crash_loop", attempt, sw.Decision, got)
+		}
+		break
+	}
+	if rows, err := e.s.InvocationListRetryable(e.ctx, 0); err != nil || len(rows) != 0 {
+		t.Fatalf("retryable after crash loop: %v %v", rows, err)
+	}
+}
+
+// checkWatermarkRetry asserts a swept retry cleared the attempt's watermark and
+// remembered it, and that the next attempt sets its own.
+func (e *env) checkWatermarkRetry(t *testing.T, before *store.Invocation, sw store.Swept) {
+	t.Helper()
+	got := sw.Invocation
+	if sw.Decision != store.SweepRetry || got.Status != store.StatusPending || got.EffectSentAt != nil ||
+		got.EarlierEffectSentAt == nil || !got.EarlierEffectSentAt.Equal(*before.EffectSentAt) || got.LeaseOwner != "" {
+		t.Fatalf("watermarked retry: %s %+v", sw.Decision, got)
+	}
+	claimed, err := e.s.InvocationClaimIfPending(e.ctx, got.ID, "w-next", longLease)
+	noErr(t, "claim", err)
+	noErr(t, "new attempt's watermark (new token)", e.s.InvocationMarkEffectSentIfLeased(e.ctx, claimed.Fence(), "tok-next"))
+	again := e.get(t, got.ID)
+	if again.EffectSentAt == nil || !again.EarlierEffectSentAt.Equal(*before.EffectSentAt) {
+		t.Fatalf("after the retry's own watermark: %+v", again)
+	}
+}
+
+func testSweepWatermarkSetIdempotentRetry(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyIdempotent, nil))
+	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+}
+
+func testSweepWatermarkSetConditionalWhenTrueRetry(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyConditionallyIdempotent, ptr(true)))
+	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+}
+
+func checkUncertain(t *testing.T, before *store.Invocation, sw store.Swept) {
+	t.Helper()
+	got := sw.Invocation
+	if sw.Decision != store.SweepUncertain || got.Status != store.StatusUncertain ||
+		got.ReasonCode != store.ReasonEffectMayHaveHappened || got.EffectSentAt == nil ||
+		!got.EffectSentAt.Equal(*before.EffectSentAt) || got.LeaseOwner != "" || got.LeaseExpiresAt != nil ||
+		got.Attempt != before.Attempt {
+		t.Fatalf("watermarked row: %s %+v, want UNCERTAIN effect_may_have_happened with the watermark kept", sw.Decision, got)
+	}
+}
+
+func testSweepWatermarkSetConditionalWhenFalseUncertain(t *testing.T, e *env) {
+	for _, when := range []*bool{ptr(false), nil} {
+		inv := e.runningWithWatermark(t, idempotency(store.IdempotencyConditionallyIdempotent, when))
+		checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+	}
+}
+
+func testSweepWatermarkSetNonIdempotentUncertain(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyNonIdempotent, nil))
+	// even a crash-loop bound already reached does not hide a possible effect
+	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1}))
+	queue, err := e.s.InvocationListUncertain(e.ctx, "")
+	noErr(t, "InvocationListUncertain", err)
+	if len(queue) != 1 || queue[0].ID != inv.ID {
+		t.Fatalf("review queue: %v", queue)
+	}
+	// an unknown class with a watermark is not assumed safe either
+	odd := e.runningWithWatermark(t, idempotency("", nil))
+	checkUncertain(t, odd, e.sweepOne(t, odd, store.SweepParams{}))
+}
+
+func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyIdempotent, nil))
+	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1})
+	if sw.Decision != store.SweepFailed || sw.Invocation.Status != store.StatusFailed ||
+		sw.Invocation.ReasonCode != store.ReasonCrashLoop || sw.Invocation.EffectSentAt == nil {
+		t.Fatalf("idempotent crash loop: %s %+v", sw.Decision, sw.Invocation)
+	}
+}
+
+func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
+	long := e.insert(t, running("w-long", longLease))
+	short := e.insert(t, running("w-short", 50*time.Millisecond))
+	if swept := e.sweepUntil(t, store.SweepParams{}, short.ID); swept[short.ID].Decision != store.SweepRetry {
+		t.Fatalf("short lease: %+v", swept[short.ID])
+	}
+	if got := e.get(t, long.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w-long" {
+		t.Fatalf("unexpired lease was touched: %+v", got)
+	}
+}
+
+func testSweepSuspendedRowsExcluded(t *testing.T, e *env) {
+	susp := e.insert(t, running("w-s", 50*time.Millisecond))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), json.RawMessage(`{"q":"?"}`)))
+	control := e.insert(t, running("w-c", 50*time.Millisecond))
+	// once the control row (same lease, later) is swept, the suspended one would have been too
+	e.sweepUntil(t, store.SweepParams{}, control.ID)
+	if got := e.get(t, susp.ID); got.Status != store.StatusRunning || got.SuspendedAt == nil || got.LeaseOwner != "w-s" {
+		t.Fatalf("suspended row was swept: %+v", got)
+	}
+}
+
+func testSweepPendingAndTerminalRowsIgnored(t *testing.T, e *env) {
+	pending := e.insert(t)
+	done := e.insert(t, running("w-d", longLease))
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
+	denied := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusDenied })
+	control := e.insert(t, running("w-c", time.Microsecond))
+	e.sweepUntil(t, store.SweepParams{}, control.ID)
+	for _, id := range []int64{pending.ID, done.ID, denied.ID} {
+		before := map[int64]store.Status{pending.ID: store.StatusPending, done.ID: store.StatusSucceeded, denied.ID: store.StatusDenied}[id]
+		if got := e.get(t, id); got.Status != before {
+			t.Fatalf("row %d: %s, want %s", id, got.Status, before)
+		}
+	}
+}
+
+func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
+	var ids []int64
+	for i := 0; i < 5; i++ {
+		ids = append(ids, e.insert(t, running("w", longLease)).ID)
+	}
+	e.expire(t, "w", 5) // all five expire at the same instant
+	var passes []int
+	eventually(t, "the first pass", func() bool {
+		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2})
+		noErr(t, "sweep", err)
+		if len(swept) > 0 {
+			passes = append(passes, len(swept))
+		}
+		return len(swept) > 0
+	})
+	for {
+		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2})
+		noErr(t, "sweep", err)
+		if len(swept) == 0 {
+			break
+		}
+		for i := 1; i < len(swept); i++ {
+			if swept[i-1].Invocation.ID >= swept[i].Invocation.ID {
+				t.Fatalf("sweep not in id order: %d, %d", swept[i-1].Invocation.ID, swept[i].Invocation.ID)
+			}
+		}
+		passes = append(passes, len(swept))
+	}
+	if fmt.Sprint(passes) != "[2 2 1]" {
+		t.Fatalf("passes reclaimed %v rows, want [2 2 1]", passes)
+	}
+}
+
+func testSweepZeroParamsUsesDefaults(t *testing.T, e *env) {
+	if p := (store.SweepParams{}).WithDefaults(); p.Limit != store.DefaultSweepLimit || p.MaxAttempts != store.DefaultMaxAttempts {
+		t.Fatalf("defaults: %+v", p)
+	}
+	inv := e.insert(t, running("w", longLease))
+	if sw := e.sweepOne(t, inv, store.SweepParams{}); sw.Decision != store.SweepRetry {
+		t.Fatalf("zero params, attempt 1: %s, want retry", sw.Decision)
+	}
+}
+
+func testSweepConcurrentSweepersEachRowOnce(t *testing.T, e *env) {
+	const rows, sweepers = 40, 4
+	want := map[int64]bool{}
+	for i := 0; i < rows; i++ {
+		want[e.insert(t, running("w", longLease)).ID] = true
+	}
+	e.expire(t, "w", rows)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[int64]int{}
+		errs []error
+	)
+	deadline := time.Now().Add(pollTimeout)
+	for i := 0; i < sweepers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				swept, err := e.handle(i).InvocationSweep(e.ctx, store.SweepParams{Limit: 3})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				for _, sw := range swept {
+					seen[sw.Invocation.ID]++
+				}
+				done := len(seen) == rows || err != nil
+				mu.Unlock()
+				if done {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("sweep errors: %v", errs)
+	}
+	for id, n := range seen {
+		if !want[id] || n != 1 {
+			t.Fatalf("row %d reclaimed %d times (known row: %v)", id, n, want[id])
+		}
+	}
+	if len(seen) != rows {
+		t.Fatalf("reclaimed %d of %d rows", len(seen), rows)
+	}
+}
+
+func testSweepRacesSettleExactlyOneWins(t *testing.T, e *env) {
+	const rows = 30
+	var invs []*store.Invocation
+	for i := 0; i < rows; i++ {
+		invs = append(invs, e.insert(t, running("w", longLease)))
+	}
+	e.expire(t, "w", rows)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		settled = map[int64]bool{}
+		swept   = map[int64]int{}
+		errs    []error
+	)
+	wg.Add(2)
+	go func() { // the worker, late: settles every row
+		defer wg.Done()
+		for _, inv := range invs {
+			err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), store.Settlement{Status: store.StatusSucceeded})
+			mu.Lock()
+			switch {
+			case err == nil:
+				settled[inv.ID] = true
+			case !errors.Is(err, store.ErrLeaseLost):
+				errs = append(errs, err)
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() { // a sweeper on another handle
+		defer wg.Done()
+		deadline := time.Now().Add(pollTimeout)
+		for time.Now().Before(deadline) {
+			out, err := e.other.InvocationSweep(e.ctx, store.SweepParams{Limit: 4})
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, sw := range out {
+				swept[sw.Invocation.ID]++
+			}
+			done := len(settled)+len(swept) >= rows || err != nil
+			mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	for _, inv := range invs {
+		if settled[inv.ID] == (swept[inv.ID] == 1) || swept[inv.ID] > 1 {
+			t.Fatalf("row %d: settled %v, swept %d times; want exactly one of them", inv.ID, settled[inv.ID], swept[inv.ID])
+		}
+		got := e.get(t, inv.ID)
+		if settled[inv.ID] && got.Status != store.StatusSucceeded || !settled[inv.ID] && got.Status != store.StatusPending {
+			t.Fatalf("row %d: status %s (settled %v)", inv.ID, got.Status, settled[inv.ID])
+		}
+	}
+}
+
+// ---- fencing across reclaims
+
+func testFenceZombieAfterReclaimByAnotherWorker(t *testing.T, e *env) {
+	first := e.insert(t, running("w1", longLease))
+	e.sweepOne(t, first, store.SweepParams{}) // w1 presumed dead
+	second, err := e.other.InvocationClaimIfPending(e.ctx, first.ID, "w2", longLease)
+	noErr(t, "w2 claims", err)
+
+	zombieChecks := func(f store.Fence, who string) {
+		t.Helper()
+		wantErr(t, who+" marks", e.s.InvocationMarkEffectSentIfLeased(e.ctx, f, "tok-z"), store.ErrLeaseLost)
+		wantErr(t, who+" settles", e.s.InvocationSettleIfLeased(e.ctx, f, settled(store.StatusSucceeded, `{}`)), store.ErrLeaseLost)
+		wantErr(t, who+" suspends", e.s.InvocationSuspendIfLeased(e.ctx, f, "resume-z-"+randomHex(4), nil), store.ErrLeaseLost)
+	}
+	zombieChecks(first.Fence(), "zombie w1 (attempt 1)")
+	if got := e.get(t, first.ID); got.LeaseOwner != "w2" || got.Attempt != 2 || got.EffectSentAt != nil || got.Status != store.StatusRunning {
+		t.Fatalf("zombie wrote: %+v", got)
+	}
+
+	// w2 dies as well; w1 comes back and claims again, as attempt 3
+	e.sweepOne(t, second, store.SweepParams{})
+	third, err := e.s.InvocationClaimIfPending(e.ctx, first.ID, "w1", longLease)
+	noErr(t, "w1 claims again", err)
+	if third.Attempt != 3 {
+		t.Fatalf("attempt %d, want 3", third.Attempt)
+	}
+	zombieChecks(first.Fence(), "zombie w1 (attempt 1, same owner name)")
+	zombieChecks(second.Fence(), "zombie w2 (attempt 2)")
+	noErr(t, "current fence marks", e.s.InvocationMarkEffectSentIfLeased(e.ctx, third.Fence(), "tok-3"))
+	noErr(t, "current fence settles", e.s.InvocationSettleIfLeased(e.ctx, third.Fence(), settled(store.StatusSucceeded, `{"by":3}`)))
+	if got := e.get(t, first.ID); got.Status != store.StatusSucceeded || got.LeaseOwner != "w1" || got.Attempt != 3 {
+		t.Fatalf("final row: %+v", got)
+	}
+}
+
+func testSettleZombieAfterSweptUncertain(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t)
+	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+	// the zombie worker returns from its call and settles — even claiming UNCERTAIN
+	// itself, its fence is gone: the sweep cleared the owner
+	for _, st := range []store.Status{store.StatusSucceeded, store.StatusUncertain} {
+		err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(st, `{}`))
+		wantErr(t, "zombie settles "+string(st), err, store.ErrLeaseLost)
+	}
+	if got := e.get(t, inv.ID); got.Status != store.StatusUncertain || got.ReasonCode != store.ReasonEffectMayHaveHappened {
+		t.Fatalf("row: %+v", got)
+	}
+}
+
+// ---- leases
+
+func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
+	a1 := e.insert(t, running("a", 30*time.Second))
+	a2 := e.insert(t, running("a", 30*time.Second))
+	b := e.insert(t, running("b", 30*time.Second))
+	susp := e.insert(t, running("a", 30*time.Second))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), nil))
+	done := e.insert(t, running("a", 30*time.Second))
+	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
+
+	n, err := e.s.InvocationRenewLeases(e.ctx, "a", longLease)
+	noErr(t, "renew", err)
+	if n != 2 {
+		t.Fatalf("renewed %d rows, want 2", n)
+	}
+	for _, inv := range []*store.Invocation{a1, a2} {
+		got := e.get(t, inv.ID)
+		if d := got.LeaseExpiresAt.Sub(got.UpdatedAt); d != longLease || !got.LeaseExpiresAt.After(*inv.LeaseExpiresAt) {
+			t.Fatalf("row %d: lease %v (from %v), want db-now + %v", inv.ID, got.LeaseExpiresAt, inv.LeaseExpiresAt, longLease)
+		}
+	}
+	if got := e.get(t, b.ID); !got.LeaseExpiresAt.Equal(*b.LeaseExpiresAt) {
+		t.Fatalf("other owner's lease changed: %v -> %v", b.LeaseExpiresAt, got.LeaseExpiresAt)
+	}
+	if got := e.get(t, susp.ID); got.LeaseExpiresAt != nil {
+		t.Fatalf("suspended row got a lease: %v", got.LeaseExpiresAt)
+	}
+	if got := e.get(t, done.ID); got.LeaseExpiresAt != nil {
+		t.Fatalf("settled row got a lease: %v", got.LeaseExpiresAt)
+	}
+	if n, err := e.s.InvocationRenewLeases(e.ctx, "nobody", longLease); err != nil || n != 0 {
+		t.Fatalf("renew for an owner without rows: %d, %v", n, err)
+	}
+}
+
+func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", 50*time.Millisecond))
+	eventually(t, "the lease to expire", func() bool {
+		n, err := e.s.InvocationRenewLeases(e.ctx, "w", time.Microsecond)
+		noErr(t, "renew", err)
+		return n == 0
+	})
+	n, err := e.s.InvocationRenewLeases(e.ctx, "w", longLease)
+	noErr(t, "renew", err)
+	if n != 0 {
+		t.Fatalf("an expired lease was revived")
+	}
+	e.sweepUntil(t, store.SweepParams{}, inv.ID)
+}
+
+func testRenewInvalid(t *testing.T, e *env) {
+	_, err := e.s.InvocationRenewLeases(e.ctx, "", time.Minute)
+	wantErr(t, "renew without owner", err, store.ErrInvalid)
+	_, err = e.s.InvocationRenewLeases(e.ctx, "w", 0)
+	wantErr(t, "renew without lease", err, store.ErrInvalid)
+}
+
+// ---- suspension
+
+func testSuspendStaysRunningReleasesLease(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-1", json.RawMessage(`{"question":"ok?"}`)))
+	got := e.get(t, inv.ID)
+	if got.Status != store.StatusRunning || got.SuspendedAt == nil || got.ResumeToken != "resume-1" ||
+		!sameJSON(got.Outcome, json.RawMessage(`{"question":"ok?"}`)) || got.LeaseExpiresAt != nil ||
+		got.LeaseOwner != "w" || got.Attempt != 1 {
+		t.Fatalf("suspended row: %+v", got)
+	}
+	// a suspended row is out of the worker's hands: every fenced write is refused
+	wantErr(t, "mark while suspended", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"), store.ErrLeaseLost)
+	wantErr(t, "settle while suspended", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)), store.ErrLeaseLost)
+	wantErr(t, "suspend again with another token", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-2", nil), store.ErrLeaseLost)
+	if n, err := e.s.InvocationRenewLeases(e.ctx, "w", longLease); err != nil || n != 0 {
+		t.Fatalf("renew of a suspended row: %d, %v", n, err)
+	}
+	if _, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w2", longLease); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("claim of a suspended row: %v", err)
+	}
+}
+
+func testSuspendLostAckRetrySucceeds(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-1", json.RawMessage(`{"v":1}`)))
+	before := e.get(t, inv.ID)
+	noErr(t, "suspend retried", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-1", json.RawMessage(`{"v":1}`)))
+	if after := e.get(t, inv.ID); !after.SuspendedAt.Equal(*before.SuspendedAt) || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("retry rewrote the suspension: %+v", after)
+	}
+}
+
+func testSuspendTokenInUseConflict(t *testing.T, e *env) {
+	a := e.insert(t, running("w", longLease))
+	b := e.insert(t, running("w", longLease))
+	noErr(t, "suspend a", e.s.InvocationSuspendIfLeased(e.ctx, a.Fence(), "resume-same", nil))
+	err := e.s.InvocationSuspendIfLeased(e.ctx, b.Fence(), "resume-same", nil)
+	wantErr(t, "suspend b with a's token", err, store.ErrConflict)
+	if got := e.get(t, b.ID); got.SuspendedAt != nil {
+		t.Fatalf("b was suspended: %+v", got)
+	}
+	wantErr(t, "suspend without token", e.s.InvocationSuspendIfLeased(e.ctx, b.Fence(), "", nil), store.ErrInvalid)
+}
+
+func testSuspendZombieFenceLeaseLost(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	err := e.s.InvocationSuspendIfLeased(e.ctx, store.Fence{ID: inv.ID, Owner: "w2", Attempt: 1}, "resume-z", nil)
+	wantErr(t, "zombie suspends", err, store.ErrLeaseLost)
+	if got := e.get(t, inv.ID); got.SuspendedAt != nil || got.ResumeToken != "" {
+		t.Fatalf("zombie suspended: %+v", got)
+	}
+}
+
+func testResumeSettlesKeepsSuspendedAt(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-1", json.RawMessage(`{"question":"ok?"}`)))
+	susp := e.get(t, inv.ID)
+	s := store.Settlement{Status: store.StatusSucceeded, ReasonCode: "", Outcome: json.RawMessage(`{"answer":"yes"}`)}
+	got, err := e.other.InvocationResume(e.ctx, "resume-1", s)
+	noErr(t, "resume", err)
+	if got.ID != inv.ID || got.Status != store.StatusSucceeded || !sameJSON(got.Outcome, s.Outcome) ||
+		got.SuspendedAt == nil || !got.SuspendedAt.Equal(*susp.SuspendedAt) || got.ResumeToken != "resume-1" {
+		t.Fatalf("resumed row: %+v", got)
+	}
+	_, err = e.s.InvocationResume(e.ctx, "resume-1", s)
+	wantErr(t, "resume twice", err, store.ErrConflict)
+	wantErr(t, "the suspending worker settles after resume",
+		e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), s), store.ErrLeaseLost)
+}
+
+func testResumeErrors(t *testing.T, e *env) {
+	_, err := e.s.InvocationResume(e.ctx, "no-such-token", settled(store.StatusSucceeded, `{}`))
+	wantErr(t, "unknown token", err, store.ErrNotFound)
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-1", nil))
+	_, err = e.s.InvocationResume(e.ctx, "resume-1", settled(store.StatusRunning, `{}`))
+	wantErr(t, "resume to RUNNING", err, store.ErrInvalid)
+	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.SuspendedAt == nil {
+		t.Fatalf("invalid resume wrote: %+v", got)
+	}
+}
+
+// ---- queues and review
+
+func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
+	allow := e.insert(t)
+	hold := func() *store.Invocation {
+		return e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	}
+	approved, denied, undecided := hold(), hold(), hold()
+	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}))
+	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}))
+	e.insert(t, running("w-r", longLease))                                          // RUNNING: not retryable
+	e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded }) // terminal
+	retry := e.insert(t, running("w-retry", longLease))
+	e.sweepOne(t, retry, store.SweepParams{})
+
+	got, err := e.s.InvocationListRetryable(e.ctx, 0)
+	noErr(t, "list", err)
+	var ids []int64
+	for _, inv := range got {
+		ids = append(ids, inv.ID)
+	}
+	if want := []int64{allow.ID, approved.ID, retry.ID}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("retryable %v, want %v (undecided hold %d, denied hold %d excluded)", ids, want, undecided.ID, denied.ID)
+	}
+	limited, err := e.s.InvocationListRetryable(e.ctx, 2)
+	noErr(t, "list limited", err)
+	if len(limited) != 2 || limited[0].ID != allow.ID || limited[1].ID != approved.ID {
+		t.Fatalf("limit 2: %v", limited)
+	}
+}
+
+func testListUncertainTenantFilter(t *testing.T, e *env) {
+	uncertain := func(tenant string) *store.Invocation {
+		return e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = tenant, store.StatusUncertain })
+	}
+	a1, b1, a2 := uncertain("a"), uncertain("b"), uncertain("a")
+	e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "a", store.StatusFailed })
+	check := func(tenant string, want ...int64) {
+		t.Helper()
+		got, err := e.s.InvocationListUncertain(e.ctx, tenant)
+		noErr(t, "list", err)
+		var ids []int64
+		for _, inv := range got {
+			ids = append(ids, inv.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(want) {
+			t.Fatalf("tenant %q: %v, want %v", tenant, ids, want)
+		}
+	}
+	check("a", a1.ID, a2.ID)
+	check("b", b1.ID)
+	check("", a1.ID, b1.ID, a2.ID)
+	check("c")
+	_, err := e.s.InvocationResolveUncertain(e.ctx, a1.ID, store.ResolutionDidNotHappen, "carol")
+	noErr(t, "resolve", err)
+	check("a", a2.ID)
+	check("", b1.ID, a2.ID)
+}
+
+func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
+	inv := e.insert(t, func(p *store.InsertParams) { p.Status, p.ArgsHash, p.RunID = store.StatusUncertain, "h-u", "run-u" })
+	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "carol")
+	noErr(t, "resolve", err)
+	if got.Status != store.StatusUncertain || got.Resolution != store.ResolutionHappened || got.ResolvedBy != "carol" ||
+		got.ResolvedAt == nil || got.ResolvedAt.Before(inv.CreatedAt) {
+		t.Fatalf("resolved row: %+v", got)
+	}
+	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.Status != store.StatusUncertain {
+		t.Fatalf("stored: %+v", stored)
+	}
+	c, err := e.s.InvocationBreakerCounts(e.ctx, "run-u", "h-u")
+	noErr(t, "breaker", err)
+	if !c.Uncertain {
+		t.Fatal("a resolved UNCERTAIN call must still trip uncertain_repeat")
+	}
+	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "dave")
+	wantErr(t, "resolve twice", err, store.ErrConflict)
+	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.ResolvedBy != "carol" {
+		t.Fatalf("second resolution overwrote the first: %+v", stored)
+	}
+}
+
+func testResolveUncertainErrors(t *testing.T, e *env) {
+	ok := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol")
+	wantErr(t, "resolve SUCCEEDED", err, store.ErrConflict)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol")
+	wantErr(t, "resolve missing", err, store.ErrNotFound)
+	u := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol")
+	wantErr(t, "resolve maybe", err, store.ErrInvalid)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "")
+	wantErr(t, "resolve anonymously", err, store.ErrInvalid)
+}
+
+func testBreakerCounts(t *testing.T, e *env) {
+	same := func(status store.Status) func(*store.InsertParams) {
+		return func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
+	}
+	c, err := e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	noErr(t, "breaker", err)
+	if c != (store.BreakerCounts{}) {
+		t.Fatalf("empty run: %+v", c)
+	}
+	e.insert(t, same(store.StatusDenied))
+	e.insert(t, same(store.StatusDenied))
+	e.insert(t, same(store.StatusSucceeded))
+	e.insert(t, same(store.StatusPending))
+	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
+	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
+	c, err = e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	noErr(t, "breaker", err)
+	if c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
+		t.Fatalf("counts %+v, want total 4, denied 2, no uncertain", c)
+	}
+	e.insert(t, same(store.StatusUncertain))
+	c, err = e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	noErr(t, "breaker", err)
+	if c != (store.BreakerCounts{Total: 5, Denied: 2, Uncertain: true}) {
+		t.Fatalf("counts %+v, want total 5, denied 2, uncertain", c)
+	}
+}
+
+// ---- approvals, audit, catalog
+
+func testApprovalDecideAndGet(t *testing.T, e *env) {
+	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	a := store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob", Reason: "looks fine"}
+	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, a))
+	got, err := e.other.ApprovalGet(e.ctx, inv.Key)
+	noErr(t, "get", err)
+	if got.Key != a.Key || got.Tenant != a.Tenant || !got.Approved || got.DecidedBy != "bob" || got.Reason != a.Reason ||
+		got.DecidedAt.IsZero() || got.DecidedAt.Before(inv.CreatedAt) {
+		t.Fatalf("approval: %+v", got)
+	}
+	_, err = e.s.ApprovalGet(e.ctx, "no-such-key")
+	wantErr(t, "get missing", err, store.ErrNotFound)
+	wantErr(t, "decide without decider", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant}), store.ErrInvalid)
+}
+
+func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
+	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: false, DecidedBy: "bob"}))
+	for _, approved := range []bool{true, false} {
+		err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: approved, DecidedBy: "eve"})
+		wantErr(t, "decide twice", err, store.ErrConflict)
+	}
+	got, err := e.s.ApprovalGet(e.ctx, inv.Key)
+	noErr(t, "get", err)
+	if got.Approved || got.DecidedBy != "bob" {
+		t.Fatalf("second decision overwrote the first: %+v", got)
+	}
+}
+
+func testApprovalUnknownKeyOrOtherTenant(t *testing.T, e *env) {
+	err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: "no-such-key", Tenant: "tenant-a", Approved: true, DecidedBy: "bob"})
+	wantErr(t, "unknown key", err, store.ErrNotFound)
+	inv := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-a" })
+	err = e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: "tenant-b", Approved: true, DecidedBy: "mallory"})
+	wantErr(t, "other tenant", err, store.ErrNotFound)
+	_, err = e.s.ApprovalGet(e.ctx, inv.Key)
+	wantErr(t, "no approval written", err, store.ErrNotFound)
+}
+
+func testAuditAppendAndPage(t *testing.T, e *env) {
+	var ids []int64
+	for i := 0; i < 5; i++ {
+		tenant := []string{"a", "b"}[i%2]
+		id, err := e.s.AuditAppend(e.ctx, store.AuditEntry{Tenant: tenant, Kind: "tool_call", Principal: "alice",
+			SessionID: "s", Mode: "m", Tool: "demo.write", Key: fmt.Sprint("k", i), Detail: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		noErr(t, "append", err)
+		if len(ids) > 0 && id <= ids[len(ids)-1] {
+			t.Fatalf("ids do not increase: %v then %d", ids, id)
+		}
+		ids = append(ids, id)
+	}
+	all, err := e.other.AuditList(e.ctx, "", 0, 0)
+	noErr(t, "list", err)
+	if len(all) != 5 {
+		t.Fatalf("all: %d entries", len(all))
+	}
+	for i, en := range all {
+		if en.ID != ids[i] || en.Kind != "tool_call" || en.Principal != "alice" || en.SessionID != "s" || en.Mode != "m" ||
+			en.Tool != "demo.write" || en.Key != fmt.Sprint("k", i) || !sameJSON(en.Detail, json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))) ||
+			en.At.IsZero() {
+			t.Fatalf("entry %d: %+v", i, en)
+		}
+	}
+	page, err := e.s.AuditList(e.ctx, "", ids[1], 2)
+	noErr(t, "page", err)
+	if len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[3] {
+		t.Fatalf("page after %d: %+v", ids[1], page)
+	}
+	a, err := e.s.AuditList(e.ctx, "a", 0, 0)
+	noErr(t, "tenant a", err)
+	if len(a) != 3 || a[0].ID != ids[0] || a[1].ID != ids[2] || a[2].ID != ids[4] {
+		t.Fatalf("tenant a: %+v", a)
+	}
+	b, err := e.s.AuditList(e.ctx, "b", ids[1], 0)
+	noErr(t, "tenant b after", err)
+	if len(b) != 1 || b[0].ID != ids[3] {
+		t.Fatalf("tenant b after %d: %+v", ids[1], b)
+	}
+	id, err := e.s.AuditAppend(e.ctx, store.AuditEntry{Kind: "approval"})
+	noErr(t, "append without detail", err)
+	last, err := e.s.AuditList(e.ctx, "", id-1, 0)
+	noErr(t, "list", err)
+	if len(last) != 1 || last[0].Detail != nil {
+		t.Fatalf("entry without detail: %+v", last)
+	}
+}
+
+func testCatalogHistory(t *testing.T, e *env) {
+	add := func(server, tool, change string) int64 {
+		id, err := e.s.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: server, Tool: tool, Change: change,
+			SHA256: "sha-" + tool, Detail: json.RawMessage(`{"v":1}`)})
+		noErr(t, "append", err)
+		return id
+	}
+	x1 := add("x", "mcp.x.a", "added")
+	y1 := add("y", "mcp.y.b", "added")
+	x2 := add("x", "mcp.x.a", "removed")
+	xs, err := e.other.CatalogHistoryList(e.ctx, "x")
+	noErr(t, "list x", err)
+	if len(xs) != 2 || xs[0].ID != x1 || xs[1].ID != x2 || xs[0].Tool != "mcp.x.a" || xs[0].Change != "added" ||
+		xs[1].Change != "removed" || xs[0].SHA256 != "sha-mcp.x.a" || !sameJSON(xs[0].Detail, json.RawMessage(`{"v":1}`)) ||
+		xs[0].At.IsZero() {
+		t.Fatalf("server x: %+v", xs)
+	}
+	all, err := e.s.CatalogHistoryList(e.ctx, "")
+	noErr(t, "list all", err)
+	if len(all) != 3 || all[0].ID != x1 || all[1].ID != y1 || all[2].ID != x2 {
+		t.Fatalf("all: %+v", all)
+	}
+	none, err := e.s.CatalogHistoryList(e.ctx, "z")
+	noErr(t, "list z", err)
+	if len(none) != 0 {
+		t.Fatalf("server z: %+v", none)
+	}
+}
+
+// ---- commit counting
+
+func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
+	c := NewCountingStore(e.s)
+	// a non-idempotent call without hold: insert RUNNING, watermark, settle = 3 commits
+	inv, _, err := c.InvocationInsert(e.ctx, params(running("w", longLease)))
+	noErr(t, "insert", err)
+	noErr(t, "mark", c.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	_, err = c.InvocationGet(e.ctx, inv.ID)
+	noErr(t, "get", err)
+	noErr(t, "settle", c.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
+	if c.Total() != 3 || fmt.Sprint(c.Commits()) != "map[InvocationInsert:1 InvocationMarkEffectSentIfLeased:1 InvocationSettleIfLeased:1]" {
+		t.Fatalf("commits %v, want one per write", c.Commits())
+	}
+	c.Reset()
+	// every writing method counts once; reads count nothing
+	held, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval }))
+	noErr(t, "insert", err)
+	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}))
+	claimed, err := c.InvocationClaimIfPending(e.ctx, held.ID, "w2", longLease)
+	noErr(t, "claim", err)
+	_, err = c.InvocationRenewLeases(e.ctx, "w2", longLease)
+	noErr(t, "renew", err)
+	noErr(t, "mark", c.InvocationMarkEffectSentIfLeased(e.ctx, claimed.Fence(), "tok"))
+	noErr(t, "settle", c.InvocationSettleIfLeased(e.ctx, claimed.Fence(), settled(store.StatusSucceeded, `{}`)))
+	ctl, _, err := c.InvocationInsert(e.ctx, params(running("w3", longLease)))
+	noErr(t, "insert", err)
+	noErr(t, "suspend", c.InvocationSuspendIfLeased(e.ctx, ctl.Fence(), "resume-c", nil))
+	_, err = c.InvocationResume(e.ctx, "resume-c", settled(store.StatusSucceeded, `{}`))
+	noErr(t, "resume", err)
+	_, err = c.InvocationSweep(e.ctx, store.SweepParams{})
+	noErr(t, "sweep", err)
+	u, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Status = store.StatusUncertain }))
+	noErr(t, "insert", err)
+	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol")
+	noErr(t, "resolve", err)
+	_, err = c.AuditAppend(e.ctx, store.AuditEntry{Kind: "tool_call"})
+	noErr(t, "audit", err)
+	_, err = c.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: "x", Change: "added"})
+	noErr(t, "catalog", err)
+	reads := []func() error{
+		func() error { _, err := c.InvocationGetByKey(e.ctx, held.Key); return err },
+		func() error { _, err := c.InvocationListRetryable(e.ctx, 0); return err },
+		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },
+		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "run-1", "hash-1"); return err },
+		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },
+		func() error { _, err := c.AuditList(e.ctx, "", 0, 0); return err },
+		func() error { _, err := c.CatalogHistoryList(e.ctx, ""); return err },
+	}
+	for _, read := range reads {
+		noErr(t, "read", read())
+	}
+	if fmt.Sprint(c.Methods()) != fmt.Sprint(slices.Sorted(slices.Values(WriteMethods))) {
+		t.Fatalf("counted methods %v, want every write method %v", c.Methods(), WriteMethods)
+	}
+	if got := c.Commits(); got["InvocationInsert"] != 3 || c.Total() != len(WriteMethods)+2 {
+		t.Fatalf("commits %v (total %d)", got, c.Total())
+	}
+}
+
+func testHandlesSeeEachOthersCommits(t *testing.T, e *env) {
+	inv := e.insert(t, running("w", longLease))
+	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	got, err := e.other.InvocationGet(e.ctx, inv.ID)
+	noErr(t, "get on the other handle", err)
+	if got.EffectSentAt == nil {
+		t.Fatal("the other handle does not see the committed watermark")
+	}
+	noErr(t, "settle on the other handle", e.other.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
+	if got := e.get(t, inv.ID); got.Status != store.StatusSucceeded {
+		t.Fatalf("status %s", got.Status)
+	}
+}
