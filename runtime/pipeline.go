@@ -307,12 +307,12 @@ func (p *Pipeline) insertParams(c *call) store.InsertParams {
 
 // stepPersist is steps 7 and 8. A held call is recorded PENDING; any other call is
 // recorded RUNNING under this worker's lease in the same insert (7 and 10 fused, no
-// approval can intervene). An idempotent none/read call is not recorded yet: it reads
+// approval can intervene). An idempotent none/read call (that cannot suspend) is not recorded yet: it reads
 // the key (step 8) and records its row once, at step 13 — a crash before that leaves
 // nothing to recover and the caller simply retries. A key that already has a row is
 // step 8: a terminal row's recorded outcome is returned without executing.
 func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, error) {
-	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency == Idempotent && c.spec.SideEffect != SideEffectWrite {
+	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency == Idempotent && c.spec.SideEffect != SideEffectWrite && !c.spec.Suspends {
 		inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
