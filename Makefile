@@ -24,9 +24,10 @@ fmt-check:
 	@out=$$(gofmt -l . | grep -v '^testscripts/.*\.txtar$$' || true); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## stale: fail, naming the files, when gen/ is not what the specs produce.
+## stale: fail, naming the files, when generated code is not what its sources produce.
 stale:
 	$(GO) run ./cmd/toolgen generate -check .
+	cd runtime && $(GO) run ./internal/reasongen -check
 
 unit:
 	$(GO) test -count=1 ./...
