@@ -47,6 +47,12 @@ type Config struct {
 	WorkspaceFor func(tenant, runID string) string
 	Logger       *slog.Logger
 	Metrics      *Metrics // nil: no metrics
+	// AfterStep, when set, is called after each named step of a call completes:
+	// "resolve", "validate", "label", "key", "breaker", "policy", "persist", "hold",
+	// "watermark" (the watermark commit returned), "execute", "shape", "settle". It
+	// exists for the crash-injection harness, which kills the process there; leave it
+	// nil in production.
+	AfterStep func(step string)
 }
 
 // Pipeline is the one execution path of every tool call (RT-3). Execute is the only
@@ -92,6 +98,12 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 
 // WorkerID is the lease owner this pipeline writes.
 func (p *Pipeline) WorkerID() string { return p.cfg.WorkerID }
+
+func (p *Pipeline) after(step string) {
+	if p.cfg.AfterStep != nil {
+		p.cfg.AfterStep(step)
+	}
+}
 
 // Call is one tool call as a caller makes it.
 type Call struct {
@@ -141,20 +153,26 @@ func (p *Pipeline) Execute(ctx context.Context, in Call) (Outcome, error) {
 	if o, stop := p.stepResolve(c); stop { // 1
 		return p.stepEmit(ctx, c, o), nil
 	}
+	p.after("resolve")
 	if o, stop := p.stepValidateArgs(c); stop { // 2
 		return p.stepEmit(ctx, c, o), nil
 	}
-	p.stepLabel(c)                        // 3
-	p.stepKey(c)                          // 4
+	p.after("validate")
+	p.stepLabel(c) // 3
+	p.after("label")
+	p.stepKey(c) // 4
+	p.after("key")
 	o, stop, err := p.stepBreaker(ctx, c) // 5
 	if err != nil {
 		return Outcome{}, err
 	}
+	p.after("breaker")
 	if !stop {
 		o, stop, err = p.stepPolicy(ctx, c) // 6
 		if err != nil {
 			return Outcome{}, err
 		}
+		p.after("policy")
 	}
 	if stop { // a refusal is recorded (it counts for the breaker) and returned
 		o, err = p.recordRefusal(ctx, c, o)
@@ -169,12 +187,14 @@ func (p *Pipeline) Execute(ctx context.Context, in Call) (Outcome, error) {
 		}
 		return p.stepEmit(ctx, c, o), nil
 	}
+	p.after("persist")
 	if o, stop, err := p.stepApprovalHold(ctx, c); err != nil || stop { // 9 and 10
 		if err != nil {
 			return Outcome{}, err
 		}
 		return p.stepEmit(ctx, c, o), nil
 	}
+	p.after("hold")
 	o, err = p.runClaimed(ctx, c) // 11, 12, 13
 	if err != nil {
 		return Outcome{}, err
@@ -427,9 +447,15 @@ func (p *Pipeline) settlePending(ctx context.Context, c *call, o Outcome) error 
 // runClaimed is steps 11 to 13 for a call this worker holds (or, for a record-once
 // read, will record): execute, shape, persist.
 func (p *Pipeline) runClaimed(ctx context.Context, c *call) (Outcome, error) {
-	res, execErr, tc := p.stepExecute(ctx, c)  // 11
+	res, execErr, tc := p.stepExecute(ctx, c) // 11
+	p.after("execute")
 	o := p.stepShape(ctx, c, res, execErr, tc) // 12
-	return p.stepSettle(ctx, c, o, tc)         // 13
+	p.after("shape")
+	o, err := p.stepSettle(ctx, c, o, tc) // 13
+	if err == nil {
+		p.after("settle")
+	}
+	return o, err
 }
 
 // stepExecute is step 11, the only call of Tool.Execute. The tool's MarkEffectSent
@@ -462,7 +488,11 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, er
 			if c.recordOnce {
 				return errors.New("runtime: a none/read tool has no effect to mark")
 			}
-			return p.markEffectSent(ctx, fence, token)
+			if err := p.markEffectSent(ctx, fence, token); err != nil {
+				return err
+			}
+			p.after("watermark")
+			return nil
 		},
 	})
 	defer func() {
