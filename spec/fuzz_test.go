@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"io/fs"
 	"os"
 	"path"
@@ -27,7 +26,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
 		k := FileKinds[int(kind)%len(FileKinds)]
 		rel := specRel(k, data)
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := editorLines(data)
 
 		// The per-file loader.
 		ok, diags := loadSpecFile(k, rel, data)
@@ -41,7 +40,7 @@ func FuzzLoad(f *testing.F) {
 		fsys[rel] = &fstest.MapFile{Data: data}
 		files := map[string]int{}
 		for name, f := range fsys {
-			files[name] = bytes.Count(f.Data, []byte("\n")) + 1
+			files[name] = editorLines(f.Data)
 		}
 		tree, treeDiags, err := LoadFS(fsys, "")
 		if err != nil {
@@ -66,6 +65,18 @@ func FuzzLoad(f *testing.F) {
 			t.Errorf("the loader accepts this %s but its JSON Schema rejects it: %v", k, err)
 		}
 	})
+}
+
+// editorLines is the number of lines an editor shows for data: lines end in \n, \r\n
+// or \r (as in LSP).
+func editorLines(data []byte) int {
+	n := 1
+	for i, c := range data {
+		if c == '\n' || c == '\r' && (i+1 == len(data) || data[i+1] != '\n') {
+			n++
+		}
+	}
+	return n
 }
 
 // checkFuzzDiags checks that every diagnostic names one of the files (with its number
@@ -272,6 +283,10 @@ var trickySeeds = []struct{ kind, data string }{
 	{"policy", "\ufeffegress: {allow: [a.com]}\n"},
 	{"tool", "name: demo.a\x00\nversion: 1\n"},
 	{"tool", "\t"},
+	{"policy", "\u2029\u00850"},
+	{"tool", "name: demo.a\nversion: 1\ndescription: \"a\u2028b\"\nside_effect: none\nrisk: low\napproval_when: \"args.x\u0085 > 1\"\n"},
+	{"server", "\xff\xfes\x00e\x00r\x00v\x00e\x00r\x00_\x00i\x00d\x00:\x00 \x00s\x00\n\x00"},
+	{"server", "\xfe\xff\x00s\x00:\x00 \x00\u2028"},
 	{"policy", ""},
 	{"policy", "\n\n\n"},
 	{"policy", "# only a comment\n"},
@@ -338,6 +353,31 @@ var trickySeeds = []struct{ kind, data string }{
 	{"server", "server_id: tenant_two\nconfigured_by: tenant\ntransport: {http: {url: \"https://evil.example.com:99999/%zz\"}}\n"},
 	{"server", "server_id: s\nconfigured_by: tenant\ntransport: {http: {url: \"HTTPS://[::1]:80/\"}}\n"},
 	{"tool", "name: " + strings.Repeat("a", 70) + "." + strings.Repeat("b", 70) + "\n"},
+}
+
+// TestLoadRejectsHiddenLineBreaks: YAML counts NEL, LS and PS as line breaks, editors
+// do not, so they would shift every later position; UTF-16 files likewise (FuzzLoad).
+func TestLoadRejectsHiddenLineBreaks(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want []Pos
+	}{
+		{"\u2029\u00850", []Pos{{1, 1}, {1, 2}}},
+		{"name: demo.a\r\ndescription: \"a\u2028b\"\rrisk: low # \u0085\n", []Pos{{2, 16}, {3, 13}}},
+		{"\xff\xfen\x00:\x00 \x00x\x00", []Pos{{1, 1}}},
+	} {
+		tool, diags := LoadTool("tools/demo.a.yaml", "t.yaml", []byte(c.data))
+		var got []Pos
+		for _, d := range diags {
+			got = append(got, d.Pos)
+			if d.Rule != "yaml" {
+				t.Errorf("%q: %v, want rule yaml", c.data, d)
+			}
+		}
+		if tool != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: tool %v, diagnostics at %v, want none at %v:\n%s", c.data, tool != nil, got, c.want, diagsText(diags))
+		}
+	}
 }
 
 // TestFuzzCompanionsLoadClean keeps the fuzz tree valid, so that what the fuzzer finds
