@@ -133,4 +133,3 @@ func (p *Pipeline) KeepLeases(ctx context.Context) {
 		}
 	}
 }
-
