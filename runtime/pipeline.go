@@ -514,7 +514,10 @@ func (p *Pipeline) markEffectSent(ctx context.Context, f store.Fence, token stri
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		err = p.cfg.Store.InvocationMarkEffectSentIfLeased(ctx, f, token)
-		if err == nil || errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil {
+		// Only an ambiguous failure is retried: a fence that does not hold, another
+		// token's watermark or invalid input will not change on retry.
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrConflict) ||
+			errors.Is(err, store.ErrInvalid) || ctx.Err() != nil {
 			break
 		}
 	}

@@ -435,6 +435,37 @@ func TestRecover_DecidesFromWatermarkAndClass(t *testing.T) {
 	}
 }
 
+func TestExecute_ControlToolSuspendsAndResumes(t *testing.T) {
+	ask := newTestTool("conversation.ask", runtime.SideEffectNone, runtime.Idempotent)
+	ask.spec.Kind, ask.spec.Suspends = runtime.KindControl, true
+	ask.run = func(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
+		tc.Suspend("which branch?")
+		return runtime.StructuredResult(&ask.spec, map[string]string{"answer": ""})
+	}
+	// A control tool that suspends is recorded RUNNING (it has to be resumable), so it
+	// is not the record-once read path even though its side effect is none.
+	h := newHarness(t, runtime.Config{}, ask)
+	o := h.exec(h.call("conversation.ask", "c1", `{}`))
+	wantStatus(t, o, runtime.OutcomeSucceeded, "")
+	if o.Suspended == nil || o.Suspended.ResumeToken == "" || o.Suspended.Reason != "which branch?" {
+		t.Fatalf("Suspended = %+v", o.Suspended)
+	}
+	// The sweep never reclaims a suspended row.
+	rep, err := h.p.Recover(h.ctx)
+	if err != nil || rep.Reclaimed != 0 {
+		t.Fatalf("Recover = %+v, %v", rep, err)
+	}
+	r, err := h.p.Resume(h.ctx, o.Suspended.ResumeToken, json.RawMessage(`{"answer":"main"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, r, runtime.OutcomeSucceeded, "")
+	again := h.exec(h.call("conversation.ask", "c1", `{}`))
+	if !again.Replayed || string(again.Result.Structured) != `{"answer":"main"}` {
+		t.Errorf("replay after resume = %+v", again)
+	}
+}
+
 func TestBridge_ReplayedScriptReexecutesNothing(t *testing.T) {
 	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
 	read := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)

@@ -133,3 +133,20 @@ func (p *Pipeline) KeepLeases(ctx context.Context) {
 		}
 	}
 }
+
+// Resume completes a suspended control call (RT-11) with the input it waited for,
+// found by its resume token. The answer becomes the call's structured result.
+func (p *Pipeline) Resume(ctx context.Context, resumeToken string, answer json.RawMessage) (Outcome, error) {
+	inv, err := p.cfg.Store.InvocationGetByResumeToken(ctx, resumeToken)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runtime: resume: %w", err)
+	}
+	o := Succeeded(inv.CallID, ToolResult{OK: true, Structured: answer,
+		Content: []Item{{Type: "text", Text: string(answer), MIMEType: "application/json", Trust: TrustUser}}})
+	if _, err := p.cfg.Store.InvocationResume(ctx, resumeToken, store.Settlement{
+		Status: store.StatusSucceeded, Outcome: mustJSON(o),
+	}); err != nil {
+		return Outcome{}, fmt.Errorf("runtime: resume: %w", err)
+	}
+	return o, nil
+}

@@ -12,5 +12,24 @@
 //
 // Times that decide leases come from the database clock, never the caller's.
 //
+// Decisions the contract fixes (each is tested by storetest on every driver):
+//
+//   - The sweep clears lease_owner and the lease of every row it reclaims, so an old
+//     fence never matches again; a settle keeps lease_owner and attempt as the record
+//     of the fence that settled.
+//   - A retry clears the watermark (effect_sent_at and its token) so the next attempt
+//     sets its own; the first cleared watermark stays in EarlierEffectSentAt.
+//   - The crash-loop bound (SweepParams.MaxAttempts) applies to every retry decision,
+//     with or without a watermark: a call runs at most MaxAttempts times.
+//   - The watermark also needs an unexpired lease; settling does not (an expired but
+//     unreclaimed attempt may still record what happened). Renewal never revives an
+//     expired lease.
+//   - Suspension (RT-11) keeps the row RUNNING, releases its lease and takes it out of
+//     the worker's hands: fenced writes, renewal and the sweep all skip it. Resume
+//     settles it by token and keeps suspended_at as history.
+//   - Resolving an UNCERTAIN row keeps it UNCERTAIN and records the resolution, so
+//     step 8 and the breaker still see it; it leaves the review queue.
+//   - An approval can be recorded only for an existing invocation of the same tenant.
+//
 // store must never import runtime, spec, codegen or mcp: it knows rows, not tools.
 package store

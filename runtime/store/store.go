@@ -263,6 +263,9 @@ type Store interface {
 	// InvocationGet and InvocationGetByKey read one row; ErrNotFound if there is none.
 	InvocationGet(ctx context.Context, id int64) (*Invocation, error)
 	InvocationGetByKey(ctx context.Context, key string) (*Invocation, error)
+	// InvocationGetByResumeToken reads the row a suspended control call was given
+	// resume token for (RT-11); ErrNotFound if there is none.
+	InvocationGetByResumeToken(ctx context.Context, resumeToken string) (*Invocation, error)
 	// InvocationClaimIfPending moves a PENDING row to RUNNING for owner with a lease
 	// (db-now + lease), incrementing the attempt (step 10 after a hold, or a retry after
 	// the sweep). Of concurrent claimers exactly one wins; the others get ErrConflict,

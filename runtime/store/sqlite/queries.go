@@ -26,8 +26,9 @@ VALUES (:key, :tenant, :principal, :session_id, :run_id, :step_number, :call_id,
 ON CONFLICT (key) DO NOTHING
 RETURNING ` + invocationColumns
 
-	invocationGetSQL      = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE id = :id`
-	invocationGetByKeySQL = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE key = :key`
+	invocationGetSQL              = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE id = :id`
+	invocationGetByKeySQL         = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE key = :key`
+	invocationGetByResumeTokenSQL = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE resume_token = :token`
 
 	invocationClaimIfPendingSQL = `
 UPDATE tool_invocations

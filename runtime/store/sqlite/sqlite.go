@@ -145,6 +145,13 @@ func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invo
 	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetByKeySQL, sql.Named("key", key)))
 }
 
+func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
+	if token == "" {
+		return nil, store.ErrNotFound
+	}
+	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetByResumeTokenSQL, sql.Named("token", token)))
+}
+
 func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
 	if err := store.ValidateLease(owner, lease); err != nil {
 		return nil, err
@@ -205,20 +212,14 @@ func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, re
 	}
 	token := sql.Named("resume_token", resumeToken)
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		done, err := exists(ctx, tx, invocationSuspendedByFenceSQL, fenceArgs(f, token)...)
-		if err != nil || done {
-			return err // lost ack: already suspended by this fence with this token
-		}
-		taken, err := exists(ctx, tx, invocationResumeTokenTakenSQL, token)
-		if err != nil {
-			return err
-		}
-		if taken {
-			return fmt.Errorf("%w: resume token already in use", store.ErrConflict)
-		}
+		// a token held by another row is a unique violation: ErrConflict
 		n, err := execRows(ctx, tx, invocationSuspendIfLeasedSQL, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
 		if err != nil || n == 1 {
 			return err
+		}
+		done, err := exists(ctx, tx, invocationSuspendedByFenceSQL, fenceArgs(f, token)...)
+		if err != nil || done {
+			return err // lost ack: already suspended by this fence with this token
 		}
 		return leaseLost(f)
 	})
@@ -416,12 +417,12 @@ type rowScanner interface {
 
 func scanInvocation(row rowScanner) (*store.Invocation, error) {
 	var (
-		inv                                               store.Invocation
-		idemWhen                                          sql.NullBool
-		args, outcome, owner, resumeToken                 sql.NullString
+		inv                                              store.Invocation
+		idemWhen                                         sql.NullBool
+		args, outcome, owner, resumeToken                sql.NullString
 		effectSent, earlierEffect, leaseExp, susp, resAt sql.NullInt64
-		created, updated                                  int64
-		status                                            string
+		created, updated                                 int64
+		status                                           string
 	)
 	err := row.Scan(&inv.ID, &inv.Key, &inv.Tenant, &inv.Principal, &inv.SessionID, &inv.RunID, &inv.Step, &inv.CallID,
 		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &idemWhen, &args, &inv.ArgsHash, &inv.OriginTrust,

@@ -104,6 +104,10 @@ func (c *CountingStore) InvocationGetByKey(ctx context.Context, key string) (*st
 	return c.s.InvocationGetByKey(ctx, key)
 }
 
+func (c *CountingStore) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
+	return c.s.InvocationGetByResumeToken(ctx, token)
+}
+
 func (c *CountingStore) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
 	c.count("InvocationClaimIfPending")
 	return c.s.InvocationClaimIfPending(ctx, id, owner, lease)

@@ -1213,7 +1213,7 @@ func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 	approved, denied, undecided := hold(), hold(), hold()
 	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}))
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}))
-	e.insert(t, running("w-r", longLease))                                          // RUNNING: not retryable
+	e.insert(t, running("w-r", longLease))                                        // RUNNING: not retryable
 	e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded }) // terminal
 	retry := e.insert(t, running("w-retry", longLease))
 	e.sweepOne(t, retry, store.SweepParams{})

@@ -59,7 +59,8 @@ CREATE UNIQUE INDEX tool_invocations_resume_token_idx ON tool_invocations (resum
     WHERE resume_token IS NOT NULL;
 CREATE INDEX tool_invocations_pending_idx ON tool_invocations (id)
     WHERE status = 'PENDING';
-CREATE INDEX tool_invocations_uncertain_idx ON tool_invocations (tenant, id)
+-- the review queue: unresolved UNCERTAIN rows (few), in id order
+CREATE INDEX tool_invocations_review_idx ON tool_invocations (id)
     WHERE status = 'UNCERTAIN' AND resolution = '';
 
 CREATE TABLE approvals (

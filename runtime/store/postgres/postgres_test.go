@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/storetest"
+)
+
+// dsn returns TOOLGEN_PG_DSN or skips the test.
+func dsn(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("TOOLGEN_PG_DSN")
+	if dsn == "" {
+		t.Skip("TOOLGEN_PG_DSN is not set: skipping the PostgreSQL store tests " +
+			"(CI sets postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return dsn
+}
+
+// newTestStore opens a store in a fresh schema toolgen_test_<random>, dropped at cleanup.
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	dsn := dsn(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "toolgen_test_" + hex.EncodeToString(b)
+	s, err := Open(t.Context(), dsn, WithSchema(schema), WithMaxConns(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	dsn := dsn(t)
+	storetest.Run(t,
+		func(t *testing.T) store.Store { return newTestStore(t) },
+		// another handle on the same schema: its own pool, as another worker has
+		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
+			other, err := Open(t.Context(), dsn, WithSchema(s.(*Store).schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			return other
+		}))
+}
+
+func TestOpen_SynchronousCommitOn(t *testing.T) {
+	s := newTestStore(t)
+	var v string
+	if err := s.queryRow(t.Context(), `SHOW synchronous_commit`, nil, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v != "on" {
+		t.Fatalf("synchronous_commit = %s, want on", v)
+	}
+	off := dsn(t) + "&synchronous_commit=off"
+	if !strings.Contains(dsn(t), "?") {
+		off = dsn(t) + "?synchronous_commit=off"
+	}
+	if _, err := Open(t.Context(), off); err == nil {
+		t.Fatal("Open accepted synchronous_commit=off")
+	}
+}
+
+func TestOpen_SchemaIsolated(t *testing.T) {
+	s := newTestStore(t)
+	var where string
+	if err := s.queryRow(t.Context(), `SELECT table_schema FROM information_schema.tables WHERE table_name = 'tool_invocations' AND table_schema = current_schema()`, nil, &where); err != nil {
+		t.Fatal(err)
+	}
+	if where != s.schema {
+		t.Fatalf("tool_invocations in %q, want %q", where, s.schema)
+	}
+	// a second Open of the same schema finds the migrations applied
+	again, err := Open(t.Context(), dsn(t), WithSchema(s.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+}
+
+func TestMigrations_DownThenUp(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	if err := s.migrateDown(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.queryRow(ctx, `SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace
+		AND relname <> 'schema_migrations' AND relname NOT LIKE 'schema_migrations%'`, nil, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d relations left after down", n)
+	}
+	if err := s.migrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k", Status: store.StatusPending}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuditLog_AppendOnly(t *testing.T) {
+	s := newTestStore(t)
+	if _, err := s.AuditAppend(t.Context(), store.AuditEntry{Kind: "tool_call"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`UPDATE audit_log SET kind = 'x'`, `DELETE FROM audit_log`, `TRUNCATE audit_log`} {
+		_, err := s.exec(t.Context(), stmt, nil)
+		if err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want append-only", stmt, err)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package postgres
+
+// SQL of the PostgreSQL driver. Parameters are named (@name, pgx.NamedArgs). Times
+// come from now() inside the statement (the database clock); each statement runs in
+// its own transaction, so now() is the statement's time.
+
+const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
+	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
+	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
+	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at`
+
+// fenced is the predicate of every write after a claim.
+const fenced = `id = @id AND status = 'RUNNING' AND lease_owner = @owner AND attempt = @attempt AND suspended_at IS NULL`
+
+// leaseEnd is db-now + @lease_us microseconds (NULL if @lease_us is NULL).
+const leaseEnd = `now() + @lease_us::bigint * interval '1 microsecond'`
+
+const (
+	invocationInsertSQL = `
+INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
+	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
+	outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
+VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
+	@idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
+	@outcome, @lease_owner, ` + leaseEnd + `, @attempt, now(), now())
+ON CONFLICT (key) DO NOTHING
+RETURNING ` + invocationColumns
+
+	invocationGetSQL              = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE id = @id`
+	invocationGetByKeySQL         = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE key = @key`
+	invocationGetByResumeTokenSQL = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE resume_token = @token`
+
+	invocationClaimIfPendingSQL = `
+UPDATE tool_invocations
+SET status = 'RUNNING', attempt = attempt + 1, lease_owner = @owner, lease_expires_at = ` + leaseEnd + `, updated_at = now()
+WHERE id = @id AND status = 'PENDING'
+RETURNING ` + invocationColumns
+
+	// The lost-ack case is in the predicate: a retry with the same token matches again.
+	invocationMarkEffectSentIfLeasedSQL = `
+UPDATE tool_invocations
+SET effect_sent_at = COALESCE(effect_sent_at, now()), effect_token = @token, updated_at = now()
+WHERE ` + fenced + ` AND lease_expires_at > now()
+	AND (effect_sent_at IS NULL OR effect_token = @token)`
+
+	// invocationFenceHoldsSQL tells a lost lease from a foreign token after a zero-row watermark.
+	invocationFenceHoldsSQL = `
+SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE ` + fenced + ` AND lease_expires_at > now())`
+
+	invocationSettleIfLeasedSQL = `
+UPDATE tool_invocations
+SET status = @status, reason_code = @reason_code, outcome = @outcome, watermark_missing = @watermark_missing,
+	lease_expires_at = NULL, updated_at = now()
+WHERE ` + fenced
+
+	// invocationSettledByFenceSQL is the settle's lost-ack check: settled by this fence, same status.
+	invocationSettledByFenceSQL = `
+SELECT EXISTS (SELECT 1 FROM tool_invocations
+	WHERE id = @id AND status = @status AND lease_owner = @owner AND attempt = @attempt AND suspended_at IS NULL)`
+
+	invocationSuspendIfLeasedSQL = `
+UPDATE tool_invocations
+SET suspended_at = now(), resume_token = @resume_token, outcome = @outcome, lease_expires_at = NULL, updated_at = now()
+WHERE ` + fenced
+
+	// invocationSuspendedByFenceSQL is the suspend's lost-ack check.
+	invocationSuspendedByFenceSQL = `
+SELECT EXISTS (SELECT 1 FROM tool_invocations
+	WHERE id = @id AND status = 'RUNNING' AND lease_owner = @owner AND attempt = @attempt
+		AND suspended_at IS NOT NULL AND resume_token = @resume_token)`
+
+	invocationResumeTokenTakenSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE resume_token = @resume_token)`
+
+	invocationResumeSQL = `
+UPDATE tool_invocations
+SET status = @status, reason_code = @reason_code, outcome = @outcome, watermark_missing = @watermark_missing,
+	updated_at = now()
+WHERE resume_token = @resume_token AND status = 'RUNNING' AND suspended_at IS NOT NULL
+RETURNING ` + invocationColumns
+
+	invocationRenewLeasesSQL = `
+UPDATE tool_invocations
+SET lease_expires_at = ` + leaseEnd + `, updated_at = now()
+WHERE lease_owner = @owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > now()`
+
+	// invocationSweepSQL is RT-4 in one statement (ST-3): lock up to @limit expired
+	// leases that no other sweeper holds, decide each from its recorded facts, and
+	// reclaim it (clearing the fence).
+	invocationSweepSQL = `
+WITH swept AS (
+	SELECT id AS swept_id,
+		CASE
+			WHEN effect_sent_at IS NOT NULL
+				AND NOT (idempotency = 'idempotent'
+					OR (idempotency = 'conditionally_idempotent' AND idempotent_when IS TRUE))
+				THEN 'UNCERTAIN'
+			WHEN attempt >= @max_attempts THEN 'FAILED'
+			ELSE 'PENDING'
+		END AS next_status
+	FROM tool_invocations
+	WHERE status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at < now()
+	ORDER BY lease_expires_at, id
+	LIMIT @limit
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE tool_invocations
+SET status = swept.next_status,
+	reason_code = CASE swept.next_status
+		WHEN 'UNCERTAIN' THEN 'effect_may_have_happened'
+		WHEN 'FAILED' THEN 'crash_loop'
+		ELSE reason_code END,
+	earlier_effect_sent_at = CASE WHEN swept.next_status = 'PENDING'
+		THEN COALESCE(earlier_effect_sent_at, effect_sent_at) ELSE earlier_effect_sent_at END,
+	effect_sent_at = CASE WHEN swept.next_status = 'PENDING' THEN NULL ELSE effect_sent_at END,
+	effect_token = CASE WHEN swept.next_status = 'PENDING' THEN NULL ELSE effect_token END,
+	lease_owner = NULL,
+	lease_expires_at = NULL,
+	updated_at = now()
+FROM swept
+WHERE id = swept.swept_id AND status = 'RUNNING' AND suspended_at IS NULL
+RETURNING ` + invocationColumns
+
+	invocationListRetryableSQL = `
+SELECT ` + invocationColumns + ` FROM tool_invocations AS t
+WHERE status = 'PENDING' AND (decision = 'allow'
+	OR (decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))
+ORDER BY id
+LIMIT @limit`
+
+	invocationListUncertainSQL = `
+SELECT ` + invocationColumns + ` FROM tool_invocations
+WHERE status = 'UNCERTAIN' AND resolution = '' AND (@tenant::text = '' OR tenant = @tenant)
+ORDER BY id`
+
+	invocationResolveUncertainSQL = `
+UPDATE tool_invocations
+SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now()
+WHERE id = @id AND status = 'UNCERTAIN' AND resolution = ''
+RETURNING ` + invocationColumns
+
+	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id)`
+
+	invocationBreakerCountsSQL = `
+SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
+FROM tool_invocations
+WHERE run_id = @run_id AND args_hash = @args_hash`
+)
+
+const (
+	// approvalDecideSQL inserts only for an invocation of the tenant, and only once.
+	approvalDecideSQL = `
+INSERT INTO approvals (key, tenant, approved, decided_by, reason, decided_at)
+SELECT key, tenant, @approved, @decided_by, @reason, now()
+FROM tool_invocations WHERE key = @key AND tenant = @tenant
+ON CONFLICT (key) DO NOTHING`
+
+	approvalExistsSQL = `SELECT EXISTS (SELECT 1 FROM approvals WHERE key = @key)`
+	approvalGetSQL    = `SELECT key, tenant, approved, decided_by, reason, decided_at FROM approvals WHERE key = @key`
+)
+
+const (
+	auditAppendSQL = `
+INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
+VALUES (@tenant, @kind, @principal, @session_id, @mode, @tool, @key, @detail, now())
+RETURNING id`
+
+	auditListSQL = `
+SELECT id, tenant, kind, principal, session_id, mode, tool, key, detail, at FROM audit_log
+WHERE id > @after_id AND (@tenant::text = '' OR tenant = @tenant)
+ORDER BY id
+LIMIT @limit`
+
+	catalogHistoryAppendSQL = `
+INSERT INTO mcp_catalog_history (server_id, tool, change, sha256, detail, at)
+VALUES (@server_id, @tool, @change, @sha256, @detail, now())
+RETURNING id`
+
+	catalogHistoryListSQL = `
+SELECT id, server_id, tool, change, sha256, detail, at FROM mcp_catalog_history
+WHERE @server_id::text = '' OR server_id = @server_id
+ORDER BY id`
+)

@@ -1,0 +1,13 @@
+// Package storetest is the conformance suite every [store.Store] driver passes
+// (ST-2), after River's riverdrivertest: [Run] runs one subtest per behaviour —
+// inserts and dedupe, claims, the fenced writes and their lost-ack retries, every
+// branch of the sweep's decision, zombie fencing across reclaims, leases expiring by
+// the database clock, suspension, the review queue, approvals, audit and catalog
+// history, and concurrent claimers and sweepers on separate handles.
+//
+// It also exports [CountingStore], a wrapper that counts commits (calls of the
+// writing methods) for the pipeline's commit-count tests.
+//
+// storetest imports only runtime/store and the standard library; drivers import it
+// from their tests only.
+package storetest
