@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/postgres/pgtest"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 	"github.com/toolgen/toolgen/runtime/store/storetest"
 )
@@ -60,14 +61,34 @@ type harness struct {
 	ctx      context.Context
 }
 
+// drivers are the stores the pipeline tests run on: SQLite always, PostgreSQL when
+// TOOLGEN_PG_DSN is set.
+var drivers = []struct {
+	name string
+	open func(t *testing.T) store.Store
+}{
+	{"sqlite", func(t *testing.T) store.Store {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "toolgen.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}},
+	{"postgres", func(t *testing.T) store.Store {
+		st, _ := pgtest.Open(t)
+		return st
+	}},
+}
+
 func newHarness(t *testing.T, cfg runtime.Config, tools ...runtime.Tool) *harness {
+	return newHarnessOn(t, drivers[0].open(t), cfg, tools...)
+}
+
+func newHarnessOn(t *testing.T, st store.Store, cfg runtime.Config, tools ...runtime.Tool) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "toolgen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	var err error
 	h := &harness{t: t, store: st, counting: storetest.NewCountingStore(st), reg: runtime.NewRegistry(), ctx: ctx}
 	if err := h.reg.Register(tools...); err != nil {
 		t.Fatal(err)
@@ -115,6 +136,12 @@ func wantStatus(t *testing.T, o runtime.Outcome, status runtime.OutcomeStatus, r
 // The commit targets of issue 3: 1 for an idempotent none/read call, 2 for another
 // idempotent call, 3 for a watermarked call; plus 1 when an approval is held.
 func TestExecute_CommitsPerCallClass(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) { testCommitsPerCallClass(t, d.open(t)) })
+	}
+}
+
+func testCommitsPerCallClass(t *testing.T, st store.Store) {
 	read := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)
 	write := newTestTool("demo.put", runtime.SideEffectWrite, runtime.Idempotent)
 	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
@@ -122,7 +149,7 @@ func TestExecute_CommitsPerCallClass(t *testing.T) {
 	cond.spec.IdempotentWhen = "args.mode == 'overwrite'"
 	held := newTestTool("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent)
 	held.spec.Risk = runtime.RiskCritical
-	h := newHarness(t, runtime.Config{ApprovalPoll: 5 * time.Millisecond}, read, write, send, cond, held)
+	h := newHarnessOn(t, st, runtime.Config{ApprovalPoll: 5 * time.Millisecond}, read, write, send, cond, held)
 
 	for _, tc := range []struct {
 		tool    string
