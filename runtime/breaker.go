@@ -21,11 +21,13 @@ const (
 //
 // Which prior rows count: every invocation row of the same run with the same args
 // hash, whatever its status, step or call id, including calls the breaker or policy
-// denied — but never the call's own row. A call replayed with its own idempotency key
-// (a client retry, an orchestration script re-executed, RT-12) is answered at step 8
-// from its record and must not count against itself; the pipeline guarantees this by
-// looking the key up first (a key that already has a row skips the breaker) or by
-// subtracting its own row from the counts.
+// denied — but the call's own row must not refuse the call. A call replayed with its
+// own idempotency key (a client retry, an orchestration script re-executed, RT-12) is
+// answered from its record. The store's counts include that row, so the pipeline must
+// let an existing row win: [Pipeline] records a breaker refusal with an insert that
+// yields to a row already holding the key, and then returns that row's recorded
+// outcome (looking the key up before the breaker, or subtracting the call's own row
+// from the counts, would do as well).
 //
 //   - c.Total: the number of those rows.
 //   - c.Denied: how many of them have status DENIED, for any reason (policy, a

@@ -303,7 +303,7 @@ var canonCorpus = []string{
 	`[]`, `{}`, `[null]`, `[[]]`, `[{}]`, `{"":null}`, `[1,2]`, `[2,1]`, `[1,[2]]`, `[[1],2]`,
 	`{"a":1}`, `{"a":1.0}`, `{"a":"1"}`, `{"A":1}`, `{"a":1,"b":2}`, `{"b":2,"a":1}`, `{"a":2,"b":1}`,
 	`{"a":{"b":1}}`, `{"a.b":1}`, `{"a":[1]}`, `{"ab":1}`, `{"a":1,"b":null}`,
-	`{"a":1,"a":1}`, "{\"\xff\":1}",
+	`{"a":1,"a":1}`, "{\"\xff\":1}", `0e010000000000000000000`, `-0.000e-99999999999999999999`, `1e-99999`,
 	` { "path" : "src/main.go", "max_bytes" : 65536.0, "tags": ["x", "y"], "opts": {"z": true, "a": null} } `,
 	`{"path":"src/main.go","max_bytes":65536,"tags":["x","y"],"opts":{"a":null,"z":true}}`,
 	`{"path":"src/main.go","max_bytes":65536,"tags":["y","x"],"opts":{"a":null,"z":true}}`,
@@ -410,15 +410,37 @@ func valueEqual(a, b any) bool {
 		return true
 	case json.Number:
 		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		ra, ok1 := new(big.Rat).SetString(string(x))
-		rb, ok2 := new(big.Rat).SetString(string(y))
-		return ok1 && ok2 && ra.Cmp(rb) == 0
+		return ok && decimalKey(string(x)) == decimalKey(string(y))
 	default:
 		return a == b
 	}
+}
+
+// decimalKey is the exact value of a JSON number as sign, significant digits and
+// the exponent of the last digit (any size): equal keys, equal values.
+func decimalKey(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	e := new(big.Int)
+	if exp != "" {
+		e.SetString(strings.TrimPrefix(exp, "+"), 10)
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	e.Sub(e, big.NewInt(int64(len(frac))))
+	for strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		e.Add(e, big.NewInt(1))
+	}
+	if digits == "" {
+		return "0"
+	}
+	sign := "+"
+	if neg {
+		sign = "-"
+	}
+	return sign + digits + "e" + e.String()
 }
 
 // respell writes the document src again with its object members shuffled, random

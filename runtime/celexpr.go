@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -101,10 +102,56 @@ var celEnvironments = sync.OnceValue(func() (e celEnvs) {
 
 // BoolExpr is a compiled CEL condition. It is safe for concurrent use.
 type BoolExpr struct {
-	src      string
-	prg      cel.Program
+	src string
+	prg cel.Program // enforces the cost budget
+	// bounded is prg without cost tracking, or nil. It is built only when cel-go's
+	// static estimate proves that the expression's worst-case cost is within the
+	// budget — for a tool expression whatever the input, for a policy rule when the
+	// policy variables are within the bounds of [policySizes] — so the limit can never
+	// trip and tracking it would only cost time and allocations (about 6 allocations
+	// and most of the time of a small rule). Expressions whose cost grows with args
+	// (a comprehension over args, args.a == args.b, ...) always run with the limit.
+	bounded  cel.Program
+	policy   bool // bounded holds only within policySizes' bounds
 	loops    bool // has a comprehension: only then can the context stop it midway
 	usesArgs bool
+}
+
+// policyMaxLabelLength bounds risk and side_effect for the static cost estimate (see
+// BoolExpr.bounded); trust is always one of the four labels.
+const policyMaxLabelLength = 32
+
+// policySizes bounds the policy variables for cel-go's cost estimate. Decide enforces
+// the principal and tool bounds (policyBounds) and uses the bounded program only
+// when risk and side_effect are within policyMaxLabelLength.
+type policySizes struct{}
+
+func (policySizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	bound := func(max int) *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: uint64(max)} }
+	switch strings.Join(n.Path(), ".") {
+	case "tool":
+		return bound(PolicyMaxToolNameLength)
+	case "risk", "side_effect", "trust":
+		return bound(policyMaxLabelLength)
+	case "principal.id", "principal.tenant", "principal.scopes.@items", "principal.scopes.@keys":
+		return bound(PolicyMaxPrincipalLength)
+	case "principal.scopes":
+		return bound(PolicyMaxScopes)
+	}
+	return nil
+}
+
+func (policySizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// noSizes bounds nothing: a tool expression's estimate holds for any input.
+type noSizes struct{}
+
+func (noSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+
+func (noSizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // CompileToolExpr compiles a tool's idempotent_when or approval_when; its one variable
@@ -114,7 +161,7 @@ func CompileToolExpr(src string) (*BoolExpr, error) {
 	if envs.err != nil {
 		return nil, envs.err
 	}
-	return compileBool(envs.tool, src)
+	return compileBool(envs.tool, src, false)
 }
 
 // CompilePolicyRule compiles the condition of an operator policy rule. Its variables
@@ -126,10 +173,10 @@ func CompilePolicyRule(src string) (*BoolExpr, error) {
 	if envs.err != nil {
 		return nil, envs.err
 	}
-	return compileBool(envs.policy, src)
+	return compileBool(envs.policy, src, true)
 }
 
-func compileBool(env *cel.Env, src string) (e *BoolExpr, err error) {
+func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			e, err = nil, fmt.Errorf("CEL: the compiler failed on the expression: %v", p)
@@ -153,7 +200,20 @@ func compileBool(env *cel.Env, src string) (e *BoolExpr, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %w", err)
 	}
-	e = &BoolExpr{src: src, prg: prg}
+	e = &BoolExpr{src: src, prg: prg, policy: policy}
+	var sizes checker.CostEstimator = noSizes{}
+	if policy {
+		sizes = policySizes{}
+	}
+	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= CELCostBudget {
+		e.bounded, err = env.Program(checked,
+			cel.InterruptCheckFrequency(celInterruptCheckFrequency),
+			cel.EvalOptions(cel.OptOptimize),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("CEL: %w", err)
+		}
+	}
 	native := checked.NativeRep()
 	ast.PreOrderVisit(native.Expr(), ast.NewExprVisitor(func(x ast.Expr) {
 		switch x.Kind() {
@@ -178,24 +238,32 @@ func (e *BoolExpr) UsesArgs() bool { return e.usesArgs }
 // Eval evaluates the expression with vars (for a tool expression {"args": args}, args
 // from [DecodeCELArgs] or [ArgTypes.Decode]). It fails when the context is done, the
 // cost budget is exceeded, a variable or field is missing, or the value is not a bool.
-// Callers decide how an error fails closed.
+// Callers decide how an error fails closed: an approval_when that fails requires
+// approval ([Policy.Decide] does so), and an idempotent_when that fails must count as
+// false, so that recovery never retries a call on an unproven assumption (RT-4).
 func (e *BoolExpr) Eval(ctx context.Context, vars map[string]any) (bool, error) {
-	return e.eval(ctx, vars)
+	// The policy variables of vars are not checked against policySizes here.
+	return e.eval(ctx, vars, !e.policy)
 }
 
-// eval takes a map[string]any or an interpreter.Activation.
-func (e *BoolExpr) eval(ctx context.Context, input any) (bool, error) {
+// eval takes a map[string]any or an interpreter.Activation. inBounds says whether the
+// bounded program may be used: the input is within the bounds its estimate assumed.
+func (e *BoolExpr) eval(ctx context.Context, input any, inBounds bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("CEL: not evaluated: %w", context.Cause(ctx))
+	}
+	prg := e.prg
+	if inBounds && e.bounded != nil {
+		prg = e.bounded
 	}
 	var err error
 	var out ref.Val
 	if e.loops {
-		out, _, err = e.prg.ContextEval(ctx, input)
+		out, _, err = prg.ContextEval(ctx, input)
 	} else {
 		// Without a comprehension cel-go never looks at the context, so skip the
-		// bookkeeping; the cost limit still bounds the evaluation.
-		out, _, err = e.prg.Eval(input)
+		// bookkeeping; the cost limit (or the static bound) still bounds the evaluation.
+		out, _, err = prg.Eval(input)
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {

@@ -232,7 +232,7 @@ func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
 			return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
 		}
 	}
-	c.canonicalArgs, c.args = canon, args
+	c.canonicalArgs, c.args = canon, c.reg.argTypes.Normalize(args)
 	return Outcome{}, false
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 )
 
@@ -95,7 +96,7 @@ func NewPolicy(rules []PolicyRule) (*Policy, error) {
 				server, isPattern := strings.CutSuffix(strings.TrimPrefix(t, "mcp."), ".*")
 				if !strings.HasPrefix(t, "mcp.") || !isPattern || server == "" || strings.ContainsAny(server, ".*") {
 					errs = append(errs, fmt.Errorf("%s: tool %q: the only pattern is mcp.<server>.*", label, t))
-						continue
+					continue
 				}
 				cr.prefixes = append(cr.prefixes, strings.TrimSuffix(t, "*"))
 			default:
@@ -198,29 +199,25 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 		p = &Policy{}
 	}
 
-	trust := MinTrust(in.OriginTrust, in.ArgumentTrust)
-	act := &policyActivation{
-		tool:       spec.Name,
-		risk:       string(spec.Risk),
-		sideEffect: string(spec.SideEffect),
-		trust:      string(trust),
-		principal:  &in.Principal,
-		args:       in.Args,
-	}
-	bounds := -1 // unchecked; then 0 (within) or 1 (exceeded)
+	trust := normTrust(MinTrust(in.OriginTrust, in.ArgumentTrust))
+	var act *policyActivation // built when the first rule is evaluated
 	var boundsWhy string
 	evalRule := func(r *policyRule) (bool, error) {
-		if bounds < 0 {
-			boundsWhy = policyBounds(spec.Name, &in.Principal)
-			bounds = 0
-			if boundsWhy != "" {
-				bounds = 1
+		if act == nil {
+			act = &policyActivation{
+				tool:       spec.Name,
+				risk:       string(spec.Risk),
+				sideEffect: string(spec.SideEffect),
+				trust:      string(trust),
+				principal:  in.Principal,
+				args:       in.Args,
 			}
+			boundsWhy = policyBounds(spec.Name, &act.principal)
 		}
-		if bounds == 1 {
+		if boundsWhy != "" {
 			return false, errors.New(boundsWhy)
 		}
-		return r.expr.eval(ctx, act)
+		return r.expr.eval(ctx, act, len(act.risk) <= policyMaxLabelLength && len(act.sideEffect) <= policyMaxLabelLength)
 	}
 
 	// 3. Deny rules.
@@ -259,7 +256,7 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 		}
 	}
 	if in.ApprovalWhen != nil {
-		ok, err := in.ApprovalWhen.eval(ctx, &argsActivation{args: in.Args})
+		ok, err := in.ApprovalWhen.eval(ctx, &argsActivation{args: in.Args}, true)
 		if err != nil {
 			if ctx.Err() != nil {
 				return Decision{}, fmt.Errorf("runtime: approval_when: %w", err)
@@ -362,21 +359,26 @@ func policyBounds(tool string, pr *Principal) string {
 // policyActivation binds a policy rule's variables without building a map per call.
 type policyActivation struct {
 	tool, risk, sideEffect, trust string
-	principal                     *Principal
-	principalMap                  map[string]any // built on first use
+	principal                     Principal
 	args                          map[string]any
+	// Built on first use.
+	toolVal      any
+	principalMap map[string]any
 }
 
 func (a *policyActivation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "tool":
-		return a.tool, true
+		if a.toolVal == nil {
+			a.toolVal = types.String(a.tool)
+		}
+		return a.toolVal, true
 	case "risk":
-		return a.risk, true
+		return celString(a.risk), true
 	case "side_effect":
-		return a.sideEffect, true
+		return celString(a.sideEffect), true
 	case "trust":
-		return a.trust, true
+		return celString(a.trust), true
 	case "args":
 		if a.args == nil {
 			return emptyArgs, true
@@ -396,3 +398,24 @@ func (a *policyActivation) ResolveName(name string) (any, bool) {
 }
 
 func (a *policyActivation) Parent() interpreter.Activation { return nil }
+
+// celStrings holds the values risk, side_effect and trust usually take, converted to
+// CEL once: resolving them then allocates nothing.
+var celStrings = func() map[string]any {
+	m := map[string]any{}
+	for _, s := range []string{
+		string(RiskLow), string(RiskMedium), string(RiskHigh), string(RiskCritical),
+		string(SideEffectNone), string(SideEffectRead), string(SideEffectWrite),
+		string(TrustSystem), string(TrustUser), string(TrustTool), string(TrustExternalUntrusted),
+	} {
+		m[s] = types.String(s)
+	}
+	return m
+}()
+
+func celString(s string) any {
+	if v, ok := celStrings[s]; ok {
+		return v
+	}
+	return types.String(s)
+}

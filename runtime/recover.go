@@ -107,9 +107,10 @@ func (p *Pipeline) reexecute(ctx context.Context, inv *store.Invocation) (Outcom
 		return p.stepEmit(ctx, c, o), nil
 	}
 	c.reg, c.spec = reg, reg.spec
-	if err := json.Unmarshal(inv.Args, &c.args); err != nil {
+	if err := json.Unmarshal(inv.Args, &c.args); err != nil || c.args == nil {
 		c.args = map[string]any{}
 	}
+	c.args = reg.argTypes.Normalize(c.args)
 	o, err := p.runClaimed(ctx, c)
 	if err != nil {
 		return Outcome{}, err

@@ -31,6 +31,10 @@ type registered struct {
 	input  *jsonschema.Resolved
 	output *jsonschema.Resolved
 	exprs  toolExprs
+	// argTypes types the decoded arguments for CEL as the spec declares them
+	// (integers stay int64, numbers float64), so run-time evaluation agrees with the
+	// build-time check.
+	argTypes *ArgTypes
 }
 
 // toolExprs are a spec's CEL expressions, compiled once at registration.
@@ -91,6 +95,9 @@ func (r *Registry) add(t Tool, adapter bool) error {
 	}
 	if reg.output, err = resolveSchema(spec.OutputSchema); err != nil {
 		return fmt.Errorf("runtime: register %s: output schema: %w", spec.Name, err)
+	}
+	if reg.argTypes, err = NewArgTypes(spec.InputSchema); err != nil {
+		return fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
 	}
 	if spec.IdempotentWhen != "" {
 		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen); err != nil {

@@ -73,10 +73,10 @@ func (t Trust) Rank() int {
 
 // MinTrust returns the less trusted of a and b. An unknown label counts as external_untrusted.
 func MinTrust(a, b Trust) Trust {
+	if a.Rank() == 0 || b.Rank() == 0 {
+		return TrustExternalUntrusted
+	}
 	if a.Rank() <= b.Rank() {
-		if a.Rank() == 0 {
-			return TrustExternalUntrusted
-		}
 		return a
 	}
 	return b

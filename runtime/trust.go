@@ -21,7 +21,7 @@ func OriginTrust(items []Trust) Trust {
 	for _, it := range items[1:] {
 		t = MinTrust(t, it)
 	}
-	return MinTrust(t, t) // normalizes a single unknown label
+	return normTrust(t)
 }
 
 // ParseTrust returns the label s names exactly ("system", "user", "tool" or
@@ -43,7 +43,16 @@ func ParseTrust(s string) Trust {
 // unknown ceiling is external_untrusted too.
 func LowerOnly(ceiling, requested Trust) Trust {
 	if requested == "" {
-		return MinTrust(ceiling, ceiling)
+		return normTrust(ceiling)
 	}
-	return MinTrust(ceiling, requested)
+	return normTrust(MinTrust(ceiling, requested))
+}
+
+// normTrust returns t, or external_untrusted when t is not a known label. (MinTrust
+// returns an unknown label as it is when it is the lower one.)
+func normTrust(t Trust) Trust {
+	if t.Rank() == 0 {
+		return TrustExternalUntrusted
+	}
+	return t
 }

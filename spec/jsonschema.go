@@ -213,8 +213,9 @@ func mustCanonical(v any) []byte {
 // integer literal keeps its digits exactly (-0 becomes 0), any other number is encoded
 // as a float64 the way ECMAScript prints it (1.0 and 1e0 become 1, 1.5e2 becomes
 // 150). v may be anything encoding/json marshals, including a json.RawMessage, whose
-// keys are sorted too. The idempotency key (RT-5) and the definition hash
-// ([Tool.SchemaSHA256]) are computed over this encoding.
+// keys are sorted too. The definition hash ([Tool.SchemaSHA256]) is computed over this
+// encoding. (The idempotency key is not: the runtime canonicalizes call arguments with
+// its own RFC 8785 implementation, runtime.CanonicalJSON, which never rounds numbers.)
 func CanonicalJSON(v any) ([]byte, error) {
 	var raw []byte
 	switch x := v.(type) {
