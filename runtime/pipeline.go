@@ -11,6 +11,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
@@ -47,6 +51,10 @@ type Config struct {
 	WorkspaceFor func(tenant, runID string) string
 	Logger       *slog.Logger
 	Metrics      *Metrics // nil: no metrics
+	// Tracer, when set, records one span per call ("execute_tool <name>", as the
+	// OpenTelemetry GenAI conventions name it) with the tool name, call id, status and
+	// reason code — classification, never arguments or results.
+	Tracer trace.Tracer
 	// AfterStep, when set, is called after each named step of a call completes:
 	// "resolve", "validate", "label", "key", "breaker", "policy", "persist", "hold",
 	// "watermark" (the watermark commit returned), "execute", "shape", "settle". It
@@ -148,7 +156,29 @@ type call struct {
 // step 8 touches the world; nothing after step 11 can undo step 11. It returns an error
 // only when the store is unusable and no outcome can be recorded; every decision about
 // the call itself is an Outcome.
-func (p *Pipeline) Execute(ctx context.Context, in Call) (Outcome, error) {
+func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) {
+	if p.cfg.Tracer != nil {
+		var span trace.Span
+		ctx, span = p.cfg.Tracer.Start(ctx, "execute_tool "+in.Tool, trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", in.Tool),
+			attribute.String("gen_ai.tool.call.id", in.CallID)))
+		defer func() {
+			span.SetAttributes(attribute.String("toolgen.status", string(o.Status)))
+			if o.ReasonCode != "" {
+				span.SetAttributes(attribute.String("error.type", string(o.ReasonCode)))
+			}
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, "store failure")
+			}
+			span.End()
+		}()
+	}
+	return p.execute(ctx, in)
+}
+
+func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	c := &call{Call: in, start: time.Now()}
 	if o, stop := p.stepResolve(c); stop { // 1
 		return p.stepEmit(ctx, c, o), nil
