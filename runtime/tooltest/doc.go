@@ -26,12 +26,33 @@
 //     the state is unchanged and the outcome is unavailable/watermark_failed (or
 //     unavailable/lease_lost when the fence was lost).
 //
+// Usage, in a tool's own _test.go:
+//
+//	func TestContract(t *testing.T) {
+//		tooltest.Run(t, gen.NewBillingCharge[chargePlan](charger{client: client}),
+//			tooltest.Case{
+//				Name:  "charge",
+//				Args:  `{"account": "a-1", "cents": 500}`,
+//				Setup: func(t tooltest.TB, env *tooltest.Env) { client.Transport = env.Effects.RoundTripper(nil) },
+//			},
+//			tooltest.Case{Name: "unknown account", Args: `{"account": "nope", "cents": 1}`, WantFailure: "not_found"},
+//		)
+//	}
+//
+// The caller holds exactly the tool's required scopes and carries user-labelled
+// arguments and context, so only a spec's approval_when, critical risk or an operator
+// rule holds a call; a held call is approved by another principal so it can be checked
+// too. A call the pipeline refuses without running the tool fails the case: nothing
+// can be proven about a tool that did not run. [Check] runs one case against any [TB],
+// which is how the suite's own tests prove that it reports violations.
+//
 // The suite observes only what it can see: the workspace and what the author routes
 // through the doubles of [Effects] (a generic Record and an http.RoundTripper). A tool
 // that reaches the world by another path must be wired through them, or observed by
 // the case's own Observe function, for the suite to prove anything about it.
 //
-// tooltest is imported only by tests (files ending in _test.go). Production code must
-// never import it: it imports testing and a store driver (runtime/store/sqlite), and
-// it builds pipelines that auto-approve held calls.
+// tooltest is imported only by tests (files ending in _test.go); a test of this
+// package fails if any other file of the module imports it. Production code must never
+// import it: it imports testing and a store driver (runtime/store/sqlite), and it builds
+// pipelines that approve held calls on their own.
 package tooltest

@@ -230,5 +230,3 @@ func (h *hookedStore) setHook(hook markHook) {
 	defer h.mu.Unlock()
 	h.hook = hook
 }
-
-func t0ctx() context.Context { return context.Background() }

@@ -2,6 +2,7 @@ package tooltest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -207,7 +208,7 @@ func (s *suite) checkWatermarkAndReplay() {
 			atMark = s.observe(env)
 		}
 		return nil
-	}
+	})
 	first := h.execute(h.call(s.args()))
 	h.st.setHook(nil)
 	after := s.observe(env)
@@ -315,7 +316,7 @@ func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after St
 	if err != nil {
 		s.t.Fatalf("%s: ResumeAnswer: %v", s.name, err)
 	}
-	if _, err := h.p.Resume(t0ctx(), first.Suspended.ResumeToken, answer); err != nil {
+	if _, err := h.p.Resume(context.Background(), first.Suspended.ResumeToken, answer); err != nil {
 		s.t.Errorf("%s: resume: %v", s.name, err)
 		return
 	}

@@ -1,0 +1,356 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgen/toolgen/gen"
+	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/sqlite"
+	"github.com/toolgen/toolgen/runtime/tooltest"
+)
+
+// pipe runs the builtins end to end: the real registry, pipeline and SQLite store, one
+// workspace, a caller holding every builtin scope with user-labelled arguments.
+type pipe struct {
+	t  *testing.T
+	ws string
+	st *sqlite.Store
+	p  *runtime.Pipeline
+}
+
+var builtinCaller = runtime.Principal{ID: "alice", Tenant: "acme",
+	Scopes: []string{"workspace.read", "workspace.write", "review.merge", "review.approve"}}
+
+func newPipe(t *testing.T, ws string, cfg runtime.Config) *pipe {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "toolgen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := runtime.NewRegistry()
+	if err := reg.Register(Builtins()...); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Registry, cfg.Store, cfg.WorkerID = reg, st, "w1"
+	cfg.Artifacts = runtime.NewFSArtifactWriter(t.TempDir())
+	p, err := runtime.NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pipe{t: t, ws: ws, st: st, p: p}
+}
+
+func (p *pipe) callOf(tool, callID, args string) runtime.Call {
+	return runtime.Call{
+		Tenant: "acme", Principal: builtinCaller, SessionID: "s1", RunID: "r1", Step: 1,
+		CallID: callID, Tool: tool, Args: json.RawMessage(args),
+		ContextTrust: []runtime.Trust{runtime.TrustUser}, ArgumentTrust: runtime.TrustUser,
+		Workspace: p.ws,
+	}
+}
+
+func (p *pipe) exec(tool, callID, args string) runtime.Outcome {
+	p.t.Helper()
+	o, err := p.p.Execute(context.Background(), p.callOf(tool, callID, args))
+	if err != nil {
+		p.t.Fatalf("Execute(%s %s): %v", tool, callID, err)
+	}
+	return o
+}
+
+// row reads the invocation of a call back from the store.
+func (p *pipe) row(tool, callID, args string) *store.Invocation {
+	p.t.Helper()
+	canon, err := runtime.CanonicalJSON([]byte(args))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: callID,
+		Tool: tool, ToolVersion: 1, CanonicalArgs: canon})
+	inv, err := p.st.InvocationGetByKey(context.Background(), key)
+	if err != nil {
+		p.t.Fatalf("row of %s %s: %v", tool, callID, err)
+	}
+	return inv
+}
+
+// succeeded requires success and decodes the structured result into out (if not nil).
+func succeeded(t *testing.T, o runtime.Outcome, out any) {
+	t.Helper()
+	if o.Status != runtime.OutcomeSucceeded || o.Result == nil {
+		detail := ""
+		if o.ExternalDetail != nil {
+			detail = o.ExternalDetail.Text
+		}
+		t.Fatalf("outcome %s/%s %s, want success", o.Status, o.ReasonCode, detail)
+	}
+	if out != nil {
+		if err := json.Unmarshal(o.Result.Structured, out); err != nil {
+			t.Fatalf("decode %s: %v", o.Result.Structured, err)
+		}
+	}
+}
+
+// failedWith requires the tool's own failure with code. The pipeline keeps a tool's
+// failure only as "code: message" in external_detail (RT-7).
+func failedWith(t *testing.T, o runtime.Outcome, code string) {
+	t.Helper()
+	if o.Status != runtime.OutcomeFailed || o.ReasonCode != runtime.ReasonToolFailure || o.ExternalDetail == nil {
+		t.Fatalf("outcome %s/%s, want failed/tool_failure with %s", o.Status, o.ReasonCode, code)
+	}
+	if !strings.Contains(o.ExternalDetail.Text, code+": ") {
+		t.Fatalf("external_detail %q, want the failure %s", o.ExternalDetail.Text, code)
+	}
+}
+
+func snapshot(t *testing.T, dir string) tooltest.State {
+	t.Helper()
+	s, err := tooltest.WorkspaceState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestPipeline_WorkspaceIsConfinedToItsRoot(t *testing.T) {
+	base := t.TempDir()
+	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	writeFile(t, outside, "secret.txt", "outside\n")
+	writeFile(t, ws, "inside.txt", "inside\n")
+	symlink(t, outside, ws, "link")
+	symlink(t, filepath.Join(outside, "secret.txt"), ws, "filelink")
+	before := snapshot(t, outside)
+	p := newPipe(t, ws, runtime.Config{})
+
+	refusedWrites := []struct{ args, code string }{
+		{`{"path": "../outside/evil.txt", "text": "x"}`, codeInvalidPath},
+		{`{"path": "../outside/secret.txt", "text": "x", "mode": "overwrite"}`, codeInvalidPath},
+		{`{"path": "a/../../outside/evil.txt", "text": "x", "mode": "append"}`, codeInvalidPath},
+		{`{"path": "link/evil.txt", "text": "x"}`, codeOutsideWorkspace},
+		{`{"path": "link/new/dir/evil.txt", "text": "x", "mode": "overwrite"}`, codeOutsideWorkspace},
+		{`{"path": "link/secret.txt", "text": "x", "mode": "overwrite"}`, codeOutsideWorkspace},
+		{`{"path": "filelink", "text": "x", "mode": "append"}`, codeOutsideWorkspace},
+		{`{"path": "` + filepath.Join(outside, "abs.txt") + `", "text": "x"}`, codeOutsideWorkspace},
+	}
+	for i, w := range refusedWrites {
+		callID := "w" + string(rune('0'+i))
+		o := p.exec("workspace.write_text", callID, w.args)
+		failedWith(t, o, w.code)
+		// Refused in Prepare: the row shows the effect was never started.
+		if inv := p.row("workspace.write_text", callID, w.args); inv.EffectSentAt != nil {
+			t.Errorf("%s: a refused write recorded a watermark", w.args)
+		}
+	}
+	failedWith(t, p.exec("workspace.read_text", "r1", `{"path": "link/secret.txt"}`), codeOutsideWorkspace)
+	failedWith(t, p.exec("workspace.read_text", "r2", `{"path": "filelink"}`), codeOutsideWorkspace)
+	failedWith(t, p.exec("workspace.read_text", "r3", `{"path": "../outside/secret.txt"}`), codeInvalidPath)
+	failedWith(t, p.exec("workspace.list", "l1", `{"path": "link"}`), codeOutsideWorkspace)
+	failedWith(t, p.exec("workspace.list", "l2", `{"path": ".."}`), codeInvalidPath)
+
+	if d := snapshot(t, outside).Diff(before); len(d) > 0 {
+		t.Fatalf("outside the workspace: %s", strings.Join(d, "; "))
+	}
+	if _, err := os.Lstat(filepath.Join(base, "evil.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a file appeared beside the workspace: %v", err)
+	}
+	// Inside, the same tools work, and a listing shows the symlinks without following them.
+	var list gen.WorkspaceListResult
+	succeeded(t, p.exec("workspace.list", "l3", `{"path": ".", "recursive": true}`), &list)
+	var got []string
+	for _, e := range list.Entries {
+		got = append(got, e.Path+":"+string(e.Type))
+	}
+	if want := "filelink:symlink inside.txt:file link:symlink"; strings.Join(got, " ") != want {
+		t.Errorf("list = %v, want %s", got, want)
+	}
+}
+
+func TestPipeline_WriteTextCreateThenOverwrite(t *testing.T) {
+	ws := t.TempDir()
+	p := newPipe(t, ws, runtime.Config{})
+	var res gen.WorkspaceWriteTextResult
+	succeeded(t, p.exec("workspace.write_text", "c1", `{"path": "docs/plan.md", "text": "v1\n"}`), &res)
+	if res.BytesWritten != 3 || readFile(t, ws, "docs/plan.md") != "v1\n" {
+		t.Fatalf("create: %+v, content %q", res, readFile(t, ws, "docs/plan.md"))
+	}
+	if inv := p.row("workspace.write_text", "c1", `{"path": "docs/plan.md", "text": "v1\n"}`); inv.EffectSentAt == nil || inv.Status != store.StatusSucceeded {
+		t.Errorf("create row: status %s, effect_sent_at %v; want SUCCEEDED with a watermark", inv.Status, inv.EffectSentAt)
+	}
+	// A second create of the same path (a new call) is refused before the watermark.
+	args := `{"path": "docs/plan.md", "text": "v2\n", "mode": "create"}`
+	failedWith(t, p.exec("workspace.write_text", "c2", args), codeAlreadyExists)
+	if inv := p.row("workspace.write_text", "c2", args); inv.EffectSentAt != nil {
+		t.Error("a refused create recorded a watermark")
+	}
+	succeeded(t, p.exec("workspace.write_text", "c3", `{"path": "docs/plan.md", "text": "v2\n", "mode": "overwrite"}`), &res)
+	var read gen.WorkspaceReadTextResult
+	succeeded(t, p.exec("workspace.read_text", "c4", `{"path": "docs/plan.md"}`), &read)
+	if read.Text != "v2\n" || read.Sha256 != res.Sha256 {
+		t.Fatalf("read back %q (%s), want v2 (%s)", read.Text, read.Sha256, res.Sha256)
+	}
+	// The overwrite's idempotent_when held, and the row recorded it for recovery (RT-4).
+	if inv := p.row("workspace.write_text", "c3", `{"path": "docs/plan.md", "text": "v2\n", "mode": "overwrite"}`); inv.IdempotentWhen == nil || !*inv.IdempotentWhen {
+		t.Errorf("overwrite row: idempotent_when %v, want true", inv.IdempotentWhen)
+	}
+}
+
+func TestPipeline_ReplayedCallIsNotExecutedTwice(t *testing.T) {
+	ws := t.TempDir()
+	p := newPipe(t, ws, runtime.Config{})
+	args := `{"path": "log.txt", "text": "line\n", "mode": "append"}`
+	first := p.exec("workspace.write_text", "a1", args)
+	succeeded(t, first, nil)
+	// The same call (same run, step and call id) again, keys reordered, other whitespace.
+	again := p.exec("workspace.write_text", "a1", "{ \"mode\":\"append\",\n \"text\":\"line\\n\", \"path\":\"log.txt\" }")
+	succeeded(t, again, nil)
+	if first.Replayed || !again.Replayed {
+		t.Errorf("Replayed = %v then %v, want false then true", first.Replayed, again.Replayed)
+	}
+	if string(again.Result.Structured) != string(first.Result.Structured) {
+		t.Errorf("replay returned %s, want the recorded %s", again.Result.Structured, first.Result.Structured)
+	}
+	if got := readFile(t, ws, "log.txt"); got != "line\n" {
+		t.Fatalf("log.txt = %q: the replayed append ran again", got)
+	}
+	// A new call id is a new call: it appends.
+	succeeded(t, p.exec("workspace.write_text", "a2", args), nil)
+	if got := readFile(t, ws, "log.txt"); got != "line\nline\n" {
+		t.Fatalf("log.txt = %q after a second call", got)
+	}
+	// A read is recorded once and replayed too, even after the file changed.
+	r1 := p.exec("workspace.read_text", "r1", `{"path": "log.txt"}`)
+	writeFile(t, ws, "log.txt", "changed\n")
+	r2 := p.exec("workspace.read_text", "r1", `{"path":"log.txt"}`)
+	if !r2.Replayed || string(r2.Result.Structured) != string(r1.Result.Structured) {
+		t.Errorf("read replay: replayed %v, %s; want the recorded %s", r2.Replayed, r2.Result.Structured, r1.Result.Structured)
+	}
+}
+
+func TestPipeline_ReviewMergeMergesABranch(t *testing.T) {
+	g := newGitRepo(t)
+	g.git("switch", "-q", "-c", "feature/login")
+	tip := g.commit("login.go", "package login\n", "add login")
+	g.git("switch", "-q", "main")
+	g.commit("main.txt", "m\n", "main moves on")
+	head := g.git("rev-parse", "HEAD")
+	p := newPipe(t, g.dir, runtime.Config{})
+
+	args := `{"branch": "feature/login"}`
+	var res gen.ReviewMergeResult
+	o := p.exec("review.merge", "m1", args)
+	succeeded(t, o, &res)
+	if res.MergedCommit != tip || res.Into != "main" || res.MergeCommit != g.git("rev-parse", "HEAD") {
+		t.Fatalf("result %+v; HEAD %s", res, g.git("rev-parse", "HEAD"))
+	}
+	if parents := strings.Fields(g.git("rev-list", "--parents", "-n1", "HEAD")); len(parents) != 3 || parents[1] != head || parents[2] != tip {
+		t.Fatalf("merge commit parents %v, want %s %s", parents[1:], head, tip)
+	}
+	if readFile(t, g.dir, "login.go") != "package login\n" {
+		t.Fatal("the branch's file is not in the work tree")
+	}
+	if inv := p.row("review.merge", "m1", args); inv.EffectSentAt == nil {
+		t.Error("merged without a recorded watermark")
+	}
+	// The same call again: the recorded outcome, no second merge.
+	again := p.exec("review.merge", "m1", `{ "branch" : "feature/login" }`)
+	if !again.Replayed || g.git("rev-parse", "HEAD") != res.MergeCommit {
+		t.Fatalf("replay: replayed %v, HEAD %s; want the recorded merge %s", again.Replayed, g.git("rev-parse", "HEAD"), res.MergeCommit)
+	}
+	// A new call for the same branch finds nothing left to merge.
+	failedWith(t, p.exec("review.merge", "m2", args), codeAlreadyMerged)
+}
+
+func TestPipeline_WriteUnderDotGitIsHeldForApproval(t *testing.T) {
+	ws := t.TempDir()
+	p := newPipe(t, ws, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond})
+	o := p.exec("workspace.write_text", "g1", `{"path": ".git/hooks/pre-commit", "text": "#!/bin/sh\n"}`)
+	if o.Status != runtime.OutcomeUnavailable || o.ReasonCode != runtime.ReasonApprovalPending {
+		t.Fatalf("outcome %s/%s, want unavailable/approval_pending", o.Status, o.ReasonCode)
+	}
+	notExist(t, ws, ".git")
+}
+
+// The workspace is a plain directory inside another repository: git's discovery walks
+// up out of the workspace, so review.merge must refuse rather than merge up there.
+func TestPipeline_ReviewMergeIgnoresARepositoryAboveTheWorkspace(t *testing.T) {
+	knownBug(t, "review.merge and review.approve run git with discovery unbounded (gitEnv even drops "+
+		"GIT_CEILING_DIRECTORIES), so a workspace nested in a repository operates on that repository, outside the workspace; "+
+		"fix: check `git rev-parse --show-toplevel` (and --absolute-git-dir) against the workspace root in openGitRepo, "+
+		"or set GIT_CEILING_DIRECTORIES to the root's parent")
+	g := newGitRepo(t)
+	g.git("switch", "-q", "-c", "feature")
+	g.commit("f.txt", "f\n", "f")
+	g.git("switch", "-q", "main")
+	head := g.git("rev-parse", "HEAD")
+	ws := filepath.Join(g.dir, "workspaces", "run1")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newPipe(t, ws, runtime.Config{})
+	failedWith(t, p.exec("review.merge", "m1", `{"branch": "feature"}`), codeNotGitRepository)
+	if now := g.git("rev-parse", "HEAD"); now != head {
+		t.Fatalf("the repository above the workspace was merged into: HEAD %s, was %s", now, head)
+	}
+}
+
+// A .git file is workspace content; written through workspace.write_text (path ".git"
+// is not under ".git/", so approval_when does not hold it), it can point git at a
+// repository outside the workspace.
+func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
+	knownBug(t, "a .git file (gitdir: ...) in the workspace makes review.merge operate on a repository outside it, "+
+		"and workspace.write_text's approval_when (path.startsWith('.git/')) does not hold a write of \".git\" itself; "+
+		"fix: refuse a git dir outside the workspace in openGitRepo (rev-parse --absolute-git-dir, --show-toplevel), "+
+		"and extend approval_when to path == '.git'")
+	g := newGitRepo(t) // outside the workspace
+	g.git("switch", "-q", "-c", "feature")
+	g.commit("f.txt", "f\n", "f")
+	g.git("switch", "-q", "main")
+	head := g.git("rev-parse", "HEAD")
+	ws := t.TempDir()
+	p := newPipe(t, ws, runtime.Config{})
+	succeeded(t, p.exec("workspace.write_text", "w1", `{"path": ".git", "text": "gitdir: `+filepath.Join(g.dir, ".git")+`\n"}`), nil)
+	// The tracked files, as they are in that repository, so its work tree looks clean.
+	succeeded(t, p.exec("workspace.write_text", "w2", `{"path": "README.md", "text": "hello\n"}`), nil)
+	o := p.exec("review.merge", "m1", `{"branch": "feature"}`)
+	if now := g.git("rev-parse", "HEAD"); now != head {
+		t.Fatalf("review.merge merged in the repository outside the workspace (outcome %s/%s): HEAD %s, was %s",
+			o.Status, o.ReasonCode, now, head)
+	}
+	if o.Status == runtime.OutcomeSucceeded {
+		t.Fatalf("review.merge succeeded through a .git file leading outside the workspace")
+	}
+}
+
+// knownBug skips a test that pins a bug found by these tests and not yet fixed, unless
+// TOOLGEN_KNOWN_BUGS=1 asks to see it fail. Remove the call once the bug is fixed.
+func knownBug(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("TOOLGEN_KNOWN_BUGS") != "1" {
+		t.Skip("known bug (run with TOOLGEN_KNOWN_BUGS=1 to see it fail): " + why)
+	}
+}
+
+// approval_when sees the path as the caller wrote it, the tool cleans it: every
+// spelling of a path under .git/ must be held, not only the canonical one.
+func TestPipeline_EverySpellingOfDotGitIsHeldForApproval(t *testing.T) {
+	knownBug(t, "workspace.write_text's approval_when (args.path.startsWith('.git/')) is matched against the raw path, "+
+		"which the tool then cleans: \"./.git/config\" or \".//.git/info/exclude\" reach .git/ without approval; "+
+		"fix: refuse non-canonical paths in cleanPath (p != filepath.ToSlash(filepath.Clean(p))), or match approval_when on the clean path")
+	ws := t.TempDir()
+	p := newPipe(t, ws, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond})
+	for i, path := range []string{"./.git/config", ".//.git/info/exclude"} {
+		o := p.exec("workspace.write_text", "g"+string(rune('0'+i)), `{"path": "`+path+`", "text": "[core]\n"}`)
+		if o.Status != runtime.OutcomeUnavailable || o.ReasonCode != runtime.ReasonApprovalPending {
+			t.Errorf("%s: outcome %s/%s, want unavailable/approval_pending", path, o.Status, o.ReasonCode)
+		}
+	}
+	notExist(t, ws, ".git")
+}
