@@ -29,8 +29,10 @@ stale:
 	$(GO) run ./cmd/toolgen generate -check .
 	cd runtime && $(GO) run ./internal/reasongen -check
 
+# The crash soak of runtime/crashtest (real worker processes SIGKILLed while they share
+# one database) takes under 30 s, so it runs with the unit tests.
 unit:
-	$(GO) test -count=1 ./...
+	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 
 ## bench: generation benchmarks (figures go to BENCHMARKS.md).
 bench:

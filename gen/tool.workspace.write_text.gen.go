@@ -74,11 +74,11 @@ var WorkspaceWriteTextSpec = runtime.ToolSpec{
 	ParallelSafe:    false,
 	Suspends:        false,
 	Timeout:         30 * time.Second,
-	ApprovalWhen:    "args.path.startsWith('.git/')",
+	ApprovalWhen:    "args.path == '.git' || args.path.startsWith('.git/')",
 	OutputMaxBytes:  65536,
 	InputSchema:     WorkspaceWriteTextInputSchema,
 	OutputSchema:    WorkspaceWriteTextOutputSchema,
-	SchemaSHA256:    "941e437045913644c6a6a3f1092b492cec312baa84c7f3d26152973b83525cf3",
+	SchemaSHA256:    "2396c50a7ea44dc715cd78c98c0610372f4a5439f2d333f743081cf9f2029508",
 	Source:          "tools/workspace.write_text.yaml",
 }
 

@@ -599,11 +599,15 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 		}
 	}
 	if !res.OK {
-		detail := "the tool reported a failure without detail"
+		detail, reason := "the tool reported a failure without detail", ReasonToolFailure
 		if res.Failure != nil {
 			detail = res.Failure.Code + ": " + res.Failure.Message
+			// A failure the tool calls retryable is reported so only when a retry is safe.
+			if res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)) {
+				reason = ReasonToolFailureRetryable
+			}
 		}
-		return NewOutcome(ReasonToolFailure, c.CallID).WithExternalDetail(detail)
+		return NewOutcome(reason, c.CallID).WithExternalDetail(detail)
 	}
 	if c.reg.output != nil && len(res.Structured) > 0 {
 		var v any
@@ -637,7 +641,9 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 // stepSettle is step 13: persist the terminal status and outcome, fenced. A control
 // tool that asked to suspend is marked suspended instead (RT-11).
 func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecContext) (Outcome, error) {
-	missing := c.spec.Idempotency.NeedsWatermark() && !tc.EffectMarked()
+	// Only a call that claims success without having marked is flagged: a Prepare that
+	// refused (a tool failure before any effect) rightly returns unmarked.
+	missing := c.spec.Idempotency.NeedsWatermark() && !tc.EffectMarked() && o.Status == OutcomeSucceeded
 	if missing {
 		p.log.Warn("tool returned without marking the watermark", "tool", c.spec.Name, "call_id", c.CallID, "key", c.key)
 		p.cfg.Metrics.watermarkMissing(ctx, c.spec.Name)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -86,7 +87,9 @@ func gitEnv() []string {
 		}
 	}
 	// Never wait for a password or an editor, and keep messages parseable.
-	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C")
+	// GIT_OPTIONAL_LOCKS=0: read-only commands such as git status must not refresh
+	// .git/index, or Prepare would leave a mark before the watermark.
+	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 }
 
 // openGitRepo checks that the workspace is inside a git work tree.
@@ -103,7 +106,43 @@ func openGitRepo(ctx context.Context, tc *runtime.ExecContext) (gitRepo, error) 
 	if exitCode(err) > 0 || err == nil && out != "true" {
 		return g, runtime.Failf(codeNotGitRepository, "the workspace is not inside a git work tree")
 	}
-	return g, err
+	if err != nil {
+		return g, err
+	}
+	// The repository must be the workspace's own: git searches upward from the
+	// workspace, and a .git file can point anywhere, so a workspace inside another
+	// repository, or one holding "gitdir: /elsewhere", would act on a repository the
+	// run does not own.
+	root, err := filepath.EvalSymlinks(ws.root)
+	if err != nil {
+		return g, err
+	}
+	top, err := g.run(ctx, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return g, err
+	}
+	gitDir, err := g.run(ctx, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return g, err
+	}
+	if !sameOrInside(root, top, true) || !sameOrInside(root, gitDir, false) {
+		return g, runtime.Failf(codeNotGitRepository, "the workspace's git repository is not the workspace's own (its top level or git directory is outside the workspace)")
+	}
+	return g, nil
+}
+
+// sameOrInside reports whether path (resolved) is root itself, or, unless exact, a
+// path inside root.
+func sameOrInside(root, path string, exact bool) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	if exact {
+		return real == root
+	}
+	rel, err := filepath.Rel(root, real)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // branchTip checks the grammar of a local branch name and returns the commit it points

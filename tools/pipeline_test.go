@@ -281,10 +281,6 @@ func TestPipeline_WriteUnderDotGitIsHeldForApproval(t *testing.T) {
 // The workspace is a plain directory inside another repository: git's discovery walks
 // up out of the workspace, so review.merge must refuse rather than merge up there.
 func TestPipeline_ReviewMergeIgnoresARepositoryAboveTheWorkspace(t *testing.T) {
-	knownBug(t, "review.merge and review.approve run git with discovery unbounded (gitEnv even drops "+
-		"GIT_CEILING_DIRECTORIES), so a workspace nested in a repository operates on that repository, outside the workspace; "+
-		"fix: check `git rev-parse --show-toplevel` (and --absolute-git-dir) against the workspace root in openGitRepo, "+
-		"or set GIT_CEILING_DIRECTORIES to the root's parent")
 	g := newGitRepo(t)
 	g.git("switch", "-q", "-c", "feature")
 	g.commit("f.txt", "f\n", "f")
@@ -305,10 +301,6 @@ func TestPipeline_ReviewMergeIgnoresARepositoryAboveTheWorkspace(t *testing.T) {
 // is not under ".git/", so approval_when does not hold it), it can point git at a
 // repository outside the workspace.
 func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
-	knownBug(t, "a .git file (gitdir: ...) in the workspace makes review.merge operate on a repository outside it, "+
-		"and workspace.write_text's approval_when (path.startsWith('.git/')) does not hold a write of \".git\" itself; "+
-		"fix: refuse a git dir outside the workspace in openGitRepo (rev-parse --absolute-git-dir, --show-toplevel), "+
-		"and extend approval_when to path == '.git'")
 	g := newGitRepo(t) // outside the workspace
 	g.git("switch", "-q", "-c", "feature")
 	g.commit("f.txt", "f\n", "f")
@@ -316,7 +308,11 @@ func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
 	head := g.git("rev-parse", "HEAD")
 	ws := t.TempDir()
 	p := newPipe(t, ws, runtime.Config{})
-	succeeded(t, p.exec("workspace.write_text", "w1", `{"path": ".git", "text": "gitdir: `+filepath.Join(g.dir, ".git")+`\n"}`), nil)
+	// Writing ".git" itself is now held for approval (approval_when); plant the file
+	// as an approved write would leave it.
+	if err := os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+filepath.Join(g.dir, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// The tracked files, as they are in that repository, so its work tree looks clean.
 	succeeded(t, p.exec("workspace.write_text", "w2", `{"path": "README.md", "text": "hello\n"}`), nil)
 	o := p.exec("review.merge", "m1", `{"branch": "feature"}`)
@@ -329,28 +325,15 @@ func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
 	}
 }
 
-// knownBug skips a test that pins a bug found by these tests and not yet fixed, unless
-// TOOLGEN_KNOWN_BUGS=1 asks to see it fail. Remove the call once the bug is fixed.
-func knownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("TOOLGEN_KNOWN_BUGS") != "1" {
-		t.Skip("known bug (run with TOOLGEN_KNOWN_BUGS=1 to see it fail): " + why)
-	}
-}
-
-// approval_when sees the path as the caller wrote it, the tool cleans it: every
-// spelling of a path under .git/ must be held, not only the canonical one.
-func TestPipeline_EverySpellingOfDotGitIsHeldForApproval(t *testing.T) {
-	knownBug(t, "workspace.write_text's approval_when (args.path.startsWith('.git/')) is matched against the raw path, "+
-		"which the tool then cleans: \"./.git/config\" or \".//.git/info/exclude\" reach .git/ without approval; "+
-		"fix: refuse non-canonical paths in cleanPath (p != filepath.ToSlash(filepath.Clean(p))), or match approval_when on the clean path")
+// approval_when sees the path as the caller wrote it: every other spelling of a path
+// under .git/ is refused by the tool (only clean paths are accepted), so none reaches
+// .git/ without the approval the clean spelling needs.
+func TestPipeline_EverySpellingOfDotGitIsHeldOrRefused(t *testing.T) {
 	ws := t.TempDir()
 	p := newPipe(t, ws, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond})
 	for i, path := range []string{"./.git/config", ".//.git/info/exclude"} {
 		o := p.exec("workspace.write_text", "g"+string(rune('0'+i)), `{"path": "`+path+`", "text": "[core]\n"}`)
-		if o.Status != runtime.OutcomeUnavailable || o.ReasonCode != runtime.ReasonApprovalPending {
-			t.Errorf("%s: outcome %s/%s, want unavailable/approval_pending", path, o.Status, o.ReasonCode)
-		}
+		failedWith(t, o, codeInvalidPath)
 	}
 	notExist(t, ws, ".git")
 }

@@ -71,6 +71,12 @@ func cleanPath(p string) (string, error) {
 	if !filepath.IsLocal(c) { // also catches reserved names such as NUL on Windows
 		return "", runtime.Failf(codeInvalidPath, "%q is not a path inside the workspace", p)
 	}
+	// Only the clean form is accepted: policy and approval_when match the path as
+	// written, so "./.git/config" must not slip past a rule on ".git/". A trailing
+	// slash (a directory) is fine.
+	if filepath.ToSlash(c) != strings.TrimSuffix(p, "/") {
+		return "", runtime.Failf(codeInvalidPath, "%q is not in clean form; write %q", p, filepath.ToSlash(c))
+	}
 	return c, nil
 }
 
