@@ -563,3 +563,28 @@ func TestExecuteBatch_ParallelOnlyWhenEveryCallIsParallelSafe(t *testing.T) {
 		t.Errorf("mixed batch peaked at %d concurrent calls, want 1 (sequential)", peak.Load())
 	}
 }
+
+func TestDecideApproval_OnlyAnotherPrincipalOfTheTenant(t *testing.T) {
+	held := newTestTool("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent)
+	held.spec.Risk = runtime.RiskCritical
+	h := newHarness(t, runtime.Config{ApprovalHold: 20 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond}, held)
+	c := h.call("demo.deploy", "c-deploy", `{"n":1}`)
+	wantStatus(t, h.exec(c), runtime.OutcomeUnavailable, runtime.ReasonApprovalPending)
+	key := waitForPending(t, h, "c-deploy")
+
+	if err := runtime.DecideApproval(h.ctx, h.store, key, alice, true, ""); !errors.Is(err, runtime.ErrSelfApproval) {
+		t.Fatalf("self-approval: err = %v, want ErrSelfApproval", err)
+	}
+	mallory := runtime.Principal{ID: "mallory", Tenant: "other"}
+	if err := runtime.DecideApproval(h.ctx, h.store, key, mallory, true, ""); !errors.Is(err, runtime.ErrNotHeld) {
+		t.Fatalf("another tenant: err = %v, want ErrNotHeld", err)
+	}
+	bob := runtime.Principal{ID: "bob", Tenant: "acme"}
+	if err := runtime.DecideApproval(h.ctx, h.store, key, bob, true, "looks right"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.exec(c), runtime.OutcomeSucceeded, "")
+	if n := held.effects.Load(); n != 1 {
+		t.Errorf("executed %d times, want 1", n)
+	}
+}
