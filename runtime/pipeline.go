@@ -371,7 +371,7 @@ func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, err
 		case err != nil:
 			return Outcome{}, false, fmt.Errorf("runtime: dedupe: %w", err)
 		}
-		return p.dedupe(c, inv)
+		return p.dedupe(ctx, c, inv)
 	}
 	params := p.insertParams(c)
 	if c.decision.Verdict == VerdictNeedsApproval {
@@ -387,11 +387,11 @@ func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, err
 	if inserted {
 		return Outcome{}, false, nil
 	}
-	return p.dedupe(c, inv)
+	return p.dedupe(ctx, c, inv)
 }
 
 // dedupe is step 8 for a key that already has a row.
-func (p *Pipeline) dedupe(c *call, inv *store.Invocation) (Outcome, bool, error) {
+func (p *Pipeline) dedupe(ctx context.Context, c *call, inv *store.Invocation) (Outcome, bool, error) {
 	c.inv = inv
 	switch {
 	case inv.Status.Terminal():
@@ -402,6 +402,18 @@ func (p *Pipeline) dedupe(c *call, inv *store.Invocation) (Outcome, bool, error)
 	case inv.SuspendedAt != nil:
 		o := NewOutcome(ReasonCallSuspended, c.CallID)
 		return o, true, nil
+	case inv.Status == store.StatusPending && inv.Decision == VerdictAllow:
+		// Released for a retry (or reclaimed by the sweep): this caller runs it now.
+		claimed, err := p.cfg.Store.InvocationClaimIfPending(ctx, inv.ID, p.cfg.WorkerID, p.cfg.Lease)
+		if errors.Is(err, store.ErrConflict) {
+			return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
+		}
+		if err != nil {
+			return Outcome{}, false, fmt.Errorf("runtime: claim released call: %w", err)
+		}
+		c.inv = claimed
+		c.idemWhen = claimed.IdempotentWhen
+		return Outcome{}, false, nil
 	default: // RUNNING under some lease, or PENDING for the sweep's retry
 		return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
 	}
@@ -649,6 +661,24 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 		p.cfg.Metrics.watermarkMissing(ctx, c.spec.Name)
 	}
 	status := statusOf(o)
+	if o.Status != OutcomeSucceeded && o.Retryable && o.ReasonCode != ReasonLeaseLost &&
+		(!tc.EffectMarked() || retrySafe(c.spec, c.idemWhen)) {
+		// A retryable outcome with no effect in doubt is not recorded as final: a
+		// retry with the same key runs the call again instead of replaying the failure.
+		if c.recordOnce {
+			return o, nil // no row: the caller simply retries
+		}
+		err := p.retryWrite(ctx, func(ctx context.Context) error {
+			return p.cfg.Store.InvocationReleaseIfLeased(ctx, c.inv.Fence())
+		})
+		if errors.Is(err, store.ErrLeaseLost) {
+			return NewOutcome(ReasonLeaseLost, c.CallID), nil
+		}
+		if err != nil {
+			return Outcome{}, fmt.Errorf("runtime: release for retry: %w", err)
+		}
+		return o, nil
+	}
 	if c.recordOnce {
 		params := p.insertParams(c)
 		params.Status, params.ReasonCode, params.Outcome = status, string(o.ReasonCode), mustJSON(o)

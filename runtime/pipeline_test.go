@@ -588,3 +588,39 @@ func TestDecideApproval_OnlyAnotherPrincipalOfTheTenant(t *testing.T) {
 		t.Errorf("executed %d times, want 1", n)
 	}
 }
+
+// flakyWatermarkStore fails the next n watermark writes with an ambiguous error.
+type flakyWatermarkStore struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (s *flakyWatermarkStore) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
+	if s.n.Add(-1) >= 0 {
+		return errors.New("connection reset by peer")
+	}
+	return s.Store.InvocationMarkEffectSentIfLeased(ctx, f, token)
+}
+
+// A retryable outcome with no effect in doubt is not final: the same call, retried
+// with the same key, runs again (and the failed attempt sent nothing).
+func TestExecute_WatermarkFailedIsRetriedWithTheSameKey(t *testing.T) {
+	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
+	flaky := &flakyWatermarkStore{Store: drivers[0].open(t)}
+	flaky.n.Store(3) // every try of the first attempt's watermark write fails
+	h := newHarnessOn(t, flaky, runtime.Config{}, send)
+	c := h.call("demo.send", "c1", `{"n":1}`)
+	wantStatus(t, h.exec(c), runtime.OutcomeUnavailable, runtime.ReasonWatermarkFailed)
+	if n := send.effects.Load(); n != 0 {
+		t.Fatalf("effect sent %d times without a watermark", n)
+	}
+	o := h.exec(c)
+	wantStatus(t, o, runtime.OutcomeSucceeded, "")
+	if o.Replayed || send.effects.Load() != 1 {
+		t.Errorf("retry: replayed=%v effects=%d, want a fresh run with 1 effect", o.Replayed, send.effects.Load())
+	}
+	again := h.exec(c)
+	if !again.Replayed || send.effects.Load() != 1 {
+		t.Errorf("third call: replayed=%v effects=%d, want the recorded success", again.Replayed, send.effects.Load())
+	}
+}

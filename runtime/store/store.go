@@ -286,6 +286,15 @@ type Store interface {
 	// and the same status, it succeeds without writing. ErrLeaseLost otherwise;
 	// ErrInvalid if s.Status is not terminal.
 	InvocationSettleIfLeased(ctx context.Context, f Fence, s Settlement) error
+	// InvocationReleaseIfLeased gives a RUNNING call back for a retry: PENDING again,
+	// lease cleared, decision kept, its watermark (if any) moved to
+	// EarlierEffectSentAt. The pipeline calls it when an attempt ended with a
+	// retryable outcome and no effect in doubt (the watermark could not be recorded, a
+	// timeout before the watermark, ...): the next claim, by a caller's retry with the
+	// same key or by recovery, runs the call again. Retried after a lost
+	// acknowledgement it succeeds if the row is PENDING at the fence's attempt.
+	// ErrLeaseLost otherwise.
+	InvocationReleaseIfLeased(ctx context.Context, f Fence) error
 	// InvocationSuspendIfLeased marks a RUNNING control call suspended (RT-11): it sets
 	// suspended_at, the resume token and the outcome so far, and releases the lease;
 	// the row stays RUNNING, and the sweep, lease renewal and every fenced write ignore

@@ -224,6 +224,18 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 	return leaseLost(f)
 }
 
+func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
+	n, err := s.exec(ctx, invocationReleaseIfLeasedSQL, fenceArgs(f, pgx.NamedArgs{}))
+	if err != nil || n == 1 {
+		return err
+	}
+	done, err := s.exists(ctx, invocationReleasedAtSQL, fenceArgs(f, pgx.NamedArgs{}))
+	if err != nil || done {
+		return err // lost ack: already released at this attempt
+	}
+	return leaseLost(f)
+}
+
 func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
 	if resumeToken == "" {
 		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)

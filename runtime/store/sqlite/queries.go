@@ -54,6 +54,16 @@ SET status = :status, reason_code = :reason_code, outcome = :outcome, watermark_
 	lease_expires_at = NULL, updated_at = ` + nowMicros + `
 WHERE ` + fenced
 
+	invocationReleaseIfLeasedSQL = `
+UPDATE tool_invocations
+SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
+	earlier_effect_sent_at = COALESCE(earlier_effect_sent_at, effect_sent_at),
+	effect_sent_at = NULL, effect_token = NULL, updated_at = ` + nowMicros + `
+WHERE ` + fenced
+	// invocationReleasedAtSQL is the release's lost-ack check.
+	invocationReleasedAtSQL = `
+SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND status = 'PENDING' AND attempt = :attempt)`
+
 	// invocationSettledByFenceSQL is the settle's lost-ack check: settled by this fence, same status.
 	invocationSettledByFenceSQL = `
 SELECT EXISTS (SELECT 1 FROM tool_invocations

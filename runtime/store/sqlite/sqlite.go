@@ -206,6 +206,20 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 	})
 }
 
+func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		n, err := execRows(ctx, tx, invocationReleaseIfLeasedSQL, fenceArgs(f)...)
+		if err != nil || n == 1 {
+			return err
+		}
+		done, err := exists(ctx, tx, invocationReleasedAtSQL, fenceArgs(f)...)
+		if err != nil || done {
+			return err // lost ack: already released at this attempt
+		}
+		return leaseLost(f)
+	})
+}
+
 func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
 	if resumeToken == "" {
 		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)

@@ -16,6 +16,7 @@ var WriteMethods = []string{
 	"InvocationClaimIfPending",
 	"InvocationMarkEffectSentIfLeased",
 	"InvocationSettleIfLeased",
+	"InvocationReleaseIfLeased",
 	"InvocationSuspendIfLeased",
 	"InvocationResume",
 	"InvocationRenewLeases",
@@ -116,6 +117,11 @@ func (c *CountingStore) InvocationClaimIfPending(ctx context.Context, id int64, 
 func (c *CountingStore) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
 	c.count("InvocationMarkEffectSentIfLeased")
 	return c.s.InvocationMarkEffectSentIfLeased(ctx, f, token)
+}
+
+func (c *CountingStore) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
+	c.count("InvocationReleaseIfLeased")
+	return c.s.InvocationReleaseIfLeased(ctx, f)
 }
 
 func (c *CountingStore) InvocationSettleIfLeased(ctx context.Context, f store.Fence, s store.Settlement) error {

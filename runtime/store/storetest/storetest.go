@@ -82,6 +82,9 @@ var tests = []struct {
 	{"Insert_Running_LeaseByDatabaseClock", testInsertRunningLeaseByDatabaseClock},
 	{"Insert_Terminal_RecordsOutcomeOnce", testInsertTerminalRecordsOutcomeOnce},
 	{"Insert_DuplicateKey_ReturnsExisting", testInsertDuplicateKeyReturnsExisting},
+	{"Release_BackToPending_ThenReclaimable", testReleaseBackToPending},
+	{"Release_ZombieFence_LeaseLost", testReleaseZombieFence},
+	{"GetByResumeToken_FindsSuspendedRow", testGetByResumeToken},
 	{"Insert_ConcurrentSameKey_ExactlyOneInserted", testInsertConcurrentSameKeyExactlyOneInserted},
 	{"Insert_Invalid_ErrInvalidWritesNothing", testInsertInvalid},
 	{"Get_Missing_NotFound", testGetMissingNotFound},
@@ -1469,6 +1472,9 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "renew", err)
 	noErr(t, "mark", c.InvocationMarkEffectSentIfLeased(e.ctx, claimed.Fence(), "tok"))
 	noErr(t, "settle", c.InvocationSettleIfLeased(e.ctx, claimed.Fence(), settled(store.StatusSucceeded, `{}`)))
+	rel, _, err := c.InvocationInsert(e.ctx, params(running("w4", longLease)))
+	noErr(t, "insert", err)
+	noErr(t, "release", c.InvocationReleaseIfLeased(e.ctx, rel.Fence()))
 	ctl, _, err := c.InvocationInsert(e.ctx, params(running("w3", longLease)))
 	noErr(t, "insert", err)
 	noErr(t, "suspend", c.InvocationSuspendIfLeased(e.ctx, ctl.Fence(), "resume-c", nil))
@@ -1499,7 +1505,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	if fmt.Sprint(c.Methods()) != fmt.Sprint(slices.Sorted(slices.Values(WriteMethods))) {
 		t.Fatalf("counted methods %v, want every write method %v", c.Methods(), WriteMethods)
 	}
-	if got := c.Commits(); got["InvocationInsert"] != 3 || c.Total() != len(WriteMethods)+2 {
+	if got := c.Commits(); got["InvocationInsert"] != 4 || c.Total() != len(WriteMethods)+3 {
 		t.Fatalf("commits %v (total %d)", got, c.Total())
 	}
 }
@@ -1515,5 +1521,59 @@ func testHandlesSeeEachOthersCommits(t *testing.T, e *env) {
 	noErr(t, "settle on the other handle", e.other.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
 	if got := e.get(t, inv.ID); got.Status != store.StatusSucceeded {
 		t.Fatalf("status %s", got.Status)
+	}
+}
+
+func testReleaseBackToPending(t *testing.T, e *env) {
+	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyIdempotent, nil))
+	if err := e.s.InvocationReleaseIfLeased(e.ctx, inv.Fence()); err != nil {
+		t.Fatalf("InvocationReleaseIfLeased: %v", err)
+	}
+	// Retried after a lost acknowledgement: its own release landed.
+	if err := e.other.InvocationReleaseIfLeased(e.ctx, inv.Fence()); err != nil {
+		t.Fatalf("InvocationReleaseIfLeased (retry): %v", err)
+	}
+	got := e.get(t, inv.ID)
+	if got.Status != store.StatusPending || got.LeaseOwner != "" || got.LeaseExpiresAt != nil ||
+		got.EffectSentAt != nil || got.EarlierEffectSentAt == nil || got.Attempt != inv.Attempt {
+		t.Fatalf("released row = %+v", got)
+	}
+	claimed, err := e.other.InvocationClaimIfPending(e.ctx, inv.ID, "w-next", longLease)
+	if err != nil {
+		t.Fatalf("InvocationClaimIfPending after release: %v", err)
+	}
+	if claimed.Attempt != inv.Attempt+1 || claimed.LeaseOwner != "w-next" {
+		t.Fatalf("claimed row = %+v", claimed)
+	}
+}
+
+func testReleaseZombieFence(t *testing.T, e *env) {
+	inv := e.insert(t, running("w-zombie", longLease))
+	if err := e.s.InvocationReleaseIfLeased(e.ctx, inv.Fence()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w-next", longLease); err != nil {
+		t.Fatal(err)
+	}
+	// The old fence (attempt 1) no longer matches anything: the new attempt is not touched.
+	if err := e.other.InvocationReleaseIfLeased(e.ctx, inv.Fence()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("zombie release: err = %v, want ErrLeaseLost", err)
+	}
+	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w-next" {
+		t.Fatalf("row after zombie release = %+v", got)
+	}
+}
+
+func testGetByResumeToken(t *testing.T, e *env) {
+	inv := e.insert(t, running("w-s", longLease))
+	if err := e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-x", json.RawMessage(`{"status":"succeeded"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.other.InvocationGetByResumeToken(e.ctx, "resume-x")
+	if err != nil || got.ID != inv.ID {
+		t.Fatalf("InvocationGetByResumeToken = %+v, %v", got, err)
+	}
+	if _, err := e.s.InvocationGetByResumeToken(e.ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown token: err = %v, want ErrNotFound", err)
 	}
 }
