@@ -624,3 +624,36 @@ func TestExecute_WatermarkFailedIsRetriedWithTheSameKey(t *testing.T) {
 		t.Errorf("third call: replayed=%v effects=%d, want the recorded success", again.Replayed, send.effects.Load())
 	}
 }
+
+// RT-12: an approval hold past its bound tears the script down; re-executed after the
+// approval, the script finds its earlier calls recorded and runs only the rest.
+func TestBridge_HoldPastBoundTearsTheScriptDown(t *testing.T) {
+	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
+	held := newTestTool("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent)
+	held.spec.Risk = runtime.RiskCritical
+	h := newHarness(t, runtime.Config{ApprovalHold: 20 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond}, send, held)
+	script := []byte("send(); deploy()")
+	run := func() error {
+		b := runtime.NewBridge(h.p, h.call("", "", ""), script)
+		if _, err := b.Call(h.ctx, "demo.send", json.RawMessage(`{"n":1}`)); err != nil {
+			return err
+		}
+		_, err := b.Call(h.ctx, "demo.deploy", json.RawMessage(`{"n":1}`))
+		return err
+	}
+	if err := run(); !errors.Is(err, runtime.ErrScriptTornDown) {
+		t.Fatalf("first run: err = %v, want ErrScriptTornDown", err)
+	}
+	b := runtime.NewBridge(h.p, h.call("", "", ""), script)
+	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: b.ScriptHash() + ":2",
+		Tool: "demo.deploy", ToolVersion: 1, CanonicalArgs: []byte(`{"n":1}`)})
+	if err := runtime.DecideApproval(h.ctx, h.store, key, runtime.Principal{ID: "bob", Tenant: "acme"}, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(); err != nil {
+		t.Fatalf("re-executed script: %v", err)
+	}
+	if send.effects.Load() != 1 || held.effects.Load() != 1 {
+		t.Errorf("effects: send %d, deploy %d; want 1 and 1", send.effects.Load(), held.effects.Load())
+	}
+}
