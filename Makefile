@@ -34,9 +34,12 @@ stale:
 unit:
 	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 
-## bench: generation benchmarks (figures go to BENCHMARKS.md).
+## bench: generation and pipeline benchmarks (figures go to BENCHMARKS.md; PostgreSQL
+## ones need TOOLGEN_PG_DSN and pgbench).
 bench:
 	$(GO) test -run XXX -bench . -benchmem -count 3 ./codegen/ ./spec/
+	$(GO) test -run XXX -bench BenchmarkPipelineOverhead -benchmem -count 5 ./runtime/bench/
+	$(GO) test -run XXX -bench 'BenchmarkPostgresCalls|BenchmarkSQLiteCalls' -benchtime 1x -timeout 30m ./runtime/bench/
 
 ## fuzz: fuzz the spec loader for every file kind.
 fuzz:

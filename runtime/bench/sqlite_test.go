@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as runtime/store/sqlite uses it
+
+	"github.com/toolgen/toolgen/runtime/store/sqlite"
+)
+
+// BenchmarkSQLiteCalls is (c) of issue 3: calls/s through the pipeline on SQLite at
+// 1, 4 and 16 callers for each class, against a raw database/sql loop in the same
+// run, on the same file: the statements the store issues for that class (SQL read
+// from runtime/store/sqlite/queries.go, values of a recorded pipeline call, key,
+// args_hash, call_id, args and token varying per call), on connections opened with
+// the store's own settings (connParams of sqlite.go: WAL, synchronous=FULL,
+// busy_timeout, _txlock=immediate; one writer connection, `readers` query_only
+// readers, reads on the readers as in the store). The loop is the floor of those
+// statements: prepared once, each write an autocommit statement (the store runs each
+// in BEGIN IMMEDIATE ... COMMIT and prepares per call). Each side runs
+// TOOLGEN_BENCH_CELL (5s) in all, in one-second slices interleaved with the other
+// sides' (see interleave), after one WAL checkpoint. Metrics as in BenchmarkPostgresCalls, baseline "raw".
+//
+// A third side, for attribution only, runs the loop the way the store drives the
+// driver (store-shaped-calls/s, pct-of-store-shaped): each statement prepared on
+// every call, each write in its own BEGIN IMMEDIATE ... COMMIT. pipeline/store-shaped
+// is what the pipeline and the store's Go code add; store-shaped/raw is what
+// preparing per call and the explicit transactions cost.
+func BenchmarkSQLiteCalls(b *testing.B) {
+	ctx := context.Background()
+	d := cellDuration(b)
+	queries := driverConsts(b, "sqlite", "queries.go",
+		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
+	settings := driverConsts(b, "sqlite", "sqlite.go", "connParams", "readers")
+	readers, err := strconv.Atoi(settings["readers"])
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "toolgen.db")
+	st, err := sqlite.Open(ctx, path) // creates and migrates the file
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	dsn := "file:" + path + "?" + settings["connParams"]
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer write.Close()
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer read.Close()
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	reads := capture(b, Classes[0])
+	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
+		preloadRows, string(reads[2].Insert.Outcome)); err != nil {
+		b.Fatalf("preload: %v", err)
+	}
+	p, err := NewPipeline(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	checkpoint := func() {
+		if _, err := write.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range Classes {
+		raw, err := newRawSQLite(ctx, c, capture(b, c), queries, write, read)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.Name, func(b *testing.B) {
+			for _, callers := range Callers {
+				b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+					if _, err := drive(ctx, p, c, callers, warmup, uniqueTag("warm")); err != nil {
+						b.Fatal(err)
+					}
+					checkpoint()
+					res, err := interleave(d, []func(time.Duration) (runStats, error){
+						func(d time.Duration) (runStats, error) { return drive(ctx, p, c, callers, d, uniqueTag(c.Name)) },
+						func(d time.Duration) (runStats, error) { return raw.run(ctx, callers, d, uniqueTag("raw"), false) },
+						func(d time.Duration) (runStats, error) { return raw.run(ctx, callers, d, uniqueTag("shaped"), true) },
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					pipe, base, shaped := res[0], res[1], res[2]
+					reportCell(b, "raw", pipe, base)
+					b.ReportMetric(shaped.rate(), "store-shaped-calls/s")
+					b.ReportMetric(100*pipe.rate()/shaped.rate(), "pct-of-store-shaped")
+					b.ReportMetric(float64(shaped.cpu.Microseconds())/float64(shaped.calls), "store-shaped-CPU-us/call")
+				})
+			}
+		})
+		raw.close()
+	}
+}
+
+// sqlitePreloadSQL writes ?1 settled rows of distinct keys, runs and argument hashes
+// (%s is the driver's nowMicros).
+const sqlitePreloadSQL = `
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?1)
+INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
+	idempotency, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code, outcome,
+	attempt, created_at, updated_at)
+SELECT lower(hex(randomblob(32))), 'acme', 'alice', 's1', 'preload-' || (n / 10), 1, 'preload-' || n,
+	'bench.read', 1, 'idempotent', '{"n":' || n || '}', lower(hex(randomblob(32))), 'user', 'user', '',
+	'allow', 'SUCCEEDED', '', ?2, 0, %[1]s, %[1]s
+FROM g`
+
+// rawSQLite is the baseline loop of one class: the store's statements, prepared.
+type rawSQLite struct {
+	calls     []storeCall
+	stmts     []*sql.Stmt // one per call, on the pool the store uses for it
+	sqls      []string
+	args      []map[string]any
+	write     *sql.DB
+	read      *sql.DB
+	readCalls []bool
+}
+
+func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, write, read *sql.DB) (*rawSQLite, error) {
+	r := &rawSQLite{calls: calls, write: write, read: read}
+	for _, sc := range calls {
+		name, args := namedArgs(sc)
+		db, isRead := write, sc.Method == "InvocationBreakerCounts" || sc.Method == "InvocationGetByKey"
+		if isRead {
+			db = read
+		}
+		r.sqls, r.readCalls = append(r.sqls, queries[name]), append(r.readCalls, isRead)
+		stmt, err := db.PrepareContext(ctx, queries[name])
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("%s: prepare %s: %w", c.Name, name, err)
+		}
+		r.stmts, r.args = append(r.stmts, stmt), append(r.args, args)
+	}
+	return r, nil
+}
+
+func (r *rawSQLite) close() {
+	for _, s := range r.stmts {
+		s.Close()
+	}
+}
+
+// invocationColumnCount is the number of columns of invocationColumns (RETURNING).
+const invocationColumnCount = 34
+
+// queryer is what a statement runs on: a prepared statement, a pool, a transaction.
+type queryer interface {
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+}
+
+// unprepared runs query on db or tx, preparing it on every call.
+type unprepared struct {
+	query string
+	db    interface {
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	}
+}
+
+func (u unprepared) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return u.db.QueryRowContext(ctx, u.query, args...)
+}
+
+func (u unprepared) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return u.db.ExecContext(ctx, u.query, args...)
+}
+
+// run runs the loop from callers goroutines for d: raw, or shaped as the store drives
+// the driver (see BenchmarkSQLiteCalls).
+func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag string, shaped bool) (runStats, error) {
+	type worker struct {
+		dest  []any
+		vals  []any
+		runID string
+	}
+	workers := make([]*worker, callers)
+	for g := range workers {
+		w := &worker{dest: make([]any, invocationColumnCount), vals: make([]any, invocationColumnCount),
+			runID: tag + "-g" + strconv.Itoa(g)}
+		for i := range w.dest {
+			w.dest[i] = &w.vals[i]
+		}
+		workers[g] = w
+	}
+	return loop(callers, d, func(g int, i int64) error {
+		w := workers[g]
+		seed := strconv.AppendInt([]byte(w.runID+"-"), i, 10)
+		callID := string(seed)
+		key, argsHash := hexHash("k", seed), hexHash("a", seed)
+		var id, attempt int64
+		for j, sc := range r.calls {
+			vary := map[string]any{"key": key, "args_hash": argsHash, "run_id": w.runID, "call_id": callID,
+				"args": string(Args(i)), "token": hexHash("t", seed)[:32]}
+			if sc.Method == "InvocationMarkEffectSentIfLeased" || sc.Method == "InvocationSettleIfLeased" {
+				vary["id"], vary["attempt"] = id, attempt
+			}
+			named := make([]any, 0, len(r.args[j]))
+			for name, v := range r.args[j] {
+				if nv, ok := vary[name]; ok {
+					v = nv
+				}
+				named = append(named, sql.Named(name, v))
+			}
+			var q queryer = r.stmts[j]
+			var tx *sql.Tx
+			if shaped && r.readCalls[j] {
+				q = unprepared{query: r.sqls[j], db: r.read}
+			} else if shaped {
+				var err error
+				if tx, err = r.write.BeginTx(ctx, nil); err != nil {
+					return err
+				}
+				q = unprepared{query: r.sqls[j], db: tx}
+			}
+			if err := r.exec(ctx, sc, q, named, w.dest, w.vals, &id, &attempt); err != nil {
+				if tx != nil {
+					tx.Rollback()
+				}
+				return err
+			}
+			if tx != nil {
+				if err := tx.Commit(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// exec runs one statement of the loop and checks its result as the store does.
+func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, named, dest, vals []any, id, attempt *int64) error {
+	switch sc.Method {
+	case "InvocationBreakerCounts":
+		var total, denied int
+		var uncertain bool
+		return q.QueryRowContext(ctx, named...).Scan(&total, &denied, &uncertain)
+	case "InvocationGetByKey":
+		if err := q.QueryRowContext(ctx, named...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("get by key: %v", err)
+		}
+		return nil
+	case "InvocationInsert":
+		if err := q.QueryRowContext(ctx, named...).Scan(dest...); err != nil {
+			return err
+		}
+		*id, *attempt = vals[0].(int64), vals[26].(int64)
+		return nil
+	default: // the fenced writes
+		res, err := q.ExecContext(ctx, named...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("%s matched %d rows", sc.Method, n)
+		}
+		return nil
+	}
+}
+
+func hexHash(prefix string, seed []byte) string {
+	h := sha256.New()
+	h.Write([]byte(prefix))
+	h.Write(seed)
+	return hex.EncodeToString(h.Sum(nil))
+}
