@@ -514,7 +514,6 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, er
 	if c.inv != nil {
 		fence = c.inv.Fence()
 	}
-	token := randomToken()
 	tc = NewExecContext(ExecContextConfig{
 		Identity: Identity{
 			Tenant: c.Tenant, Principal: c.Principal.ID, RunID: c.RunID, Step: c.Step,
@@ -530,7 +529,8 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, er
 			if c.recordOnce {
 				return errors.New("runtime: a none/read tool has no effect to mark")
 			}
-			if err := p.markEffectSent(ctx, fence, token); err != nil {
+			// The token is made here, not per call: most calls never mark.
+			if err := p.markEffectSent(ctx, fence, randomToken()); err != nil {
 				return err
 			}
 			p.after("watermark")
@@ -762,12 +762,14 @@ func statusOf(o Outcome) store.Status {
 // never payload.
 func (p *Pipeline) stepEmit(ctx context.Context, c *call, o Outcome) Outcome {
 	p.cfg.Metrics.call(ctx, c.Tool, o, time.Since(c.start))
-	p.log.Debug("tool call", "tool", c.Tool, "call_id", c.CallID, "status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	if p.log.Enabled(ctx, slog.LevelDebug) { // the arguments would be boxed even when discarded
+		p.log.Debug("tool call", "tool", c.Tool, "call_id", c.CallID, "status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	}
 	return o
 }
 
 func mustJSON(o Outcome) json.RawMessage {
-	b, err := json.Marshal(o)
+	b, err := o.MarshalJSON() // directly: json.Marshal would re-scan and compact the result
 	if err != nil {
 		// An Outcome is plain data; failing to encode one is a programming error.
 		panic(fmt.Sprintf("runtime: encode outcome: %v", err))
