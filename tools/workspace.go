@@ -51,6 +51,27 @@ func openWorkspace(tc *runtime.ExecContext) (workspace, error) {
 	return workspace{root: root}, nil
 }
 
+// resolveExisting opens the call's workspace and resolves a caller's path that must
+// exist in it (the readers' common start); not_found when it does not.
+func resolveExisting(tc *runtime.ExecContext, path string) (workspace, resolved, error) {
+	ws, err := openWorkspace(tc)
+	if err != nil {
+		return ws, resolved{}, err
+	}
+	p, err := cleanPath(path)
+	if err != nil {
+		return ws, resolved{}, err
+	}
+	rp, err := ws.resolve(p)
+	if err != nil {
+		return ws, rp, err
+	}
+	if !rp.exists {
+		return ws, rp, runtime.Failf(codeNotFound, "%s does not exist", path)
+	}
+	return ws, rp, nil
+}
+
 // cleanPath checks a caller's workspace-relative path lexically and returns it in the
 // OS's form. "." (the root itself) is accepted; callers that need a file refuse it.
 func cleanPath(p string) (string, error) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
+	"strings"
 
 	"github.com/toolgen/toolgen/gen"
 	"github.com/toolgen/toolgen/runtime"
@@ -20,20 +20,9 @@ var errListFull = errors.New("list full")
 
 func (workspaceList) Run(ctx context.Context, tc *runtime.ExecContext, args gen.WorkspaceListArgs) (gen.WorkspaceListResult, error) {
 	res := gen.WorkspaceListResult{Entries: []gen.WorkspaceListResultEntriesItem{}}
-	ws, err := openWorkspace(tc)
+	ws, rp, err := resolveExisting(tc, args.Path)
 	if err != nil {
 		return res, err
-	}
-	p, err := cleanPath(args.Path)
-	if err != nil {
-		return res, err
-	}
-	rp, err := ws.resolve(p)
-	if err != nil {
-		return res, err
-	}
-	if !rp.exists {
-		return res, runtime.Failf(codeNotFound, "%s does not exist", args.Path)
 	}
 	r, err := ws.openRoot()
 	if err != nil {
@@ -53,7 +42,7 @@ func (workspaceList) Run(ctx context.Context, tc *runtime.ExecContext, args gen.
 
 	// Entries are named under the path the caller gave, so each one can be passed back
 	// as it is; WalkDir visits in lexical order and never follows a symlink.
-	prefix := filepath.ToSlash(p)
+	prefix := strings.TrimSuffix(args.Path, "/") // the clean form: cleanPath accepted it
 	err = fs.WalkDir(dir.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr

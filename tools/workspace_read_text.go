@@ -28,20 +28,9 @@ func (workspaceReadText) Run(ctx context.Context, tc *runtime.ExecContext, args 
 		// The schema says as much; the check keeps a direct call from panicking.
 		return res, runtime.Failf(codeInvalidOffset, "offset must be at least 0 and max_bytes at least %d", utf8.UTFMax)
 	}
-	ws, err := openWorkspace(tc)
+	ws, rp, err := resolveExisting(tc, args.Path)
 	if err != nil {
 		return res, err
-	}
-	p, err := cleanPath(args.Path)
-	if err != nil {
-		return res, err
-	}
-	rp, err := ws.resolve(p)
-	if err != nil {
-		return res, err
-	}
-	if !rp.exists {
-		return res, runtime.Failf(codeNotFound, "%s does not exist", args.Path)
 	}
 	r, err := ws.openRoot()
 	if err != nil {
