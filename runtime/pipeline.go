@@ -253,16 +253,23 @@ func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
 	if err != nil {
 		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
 	}
-	var args map[string]any
-	if err := json.Unmarshal(canon, &args); err != nil || args == nil {
+	if canon[0] != '{' { // canonical JSON has no leading whitespace
 		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail("arguments must be a JSON object"), true
 	}
 	if c.reg.input != nil {
-		if err := c.reg.input.Validate(args); err != nil {
+		if err := c.reg.input.validate(canon); err != nil {
 			return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
 		}
 	}
-	c.canonicalArgs, c.args = canon, c.reg.argTypes.Normalize(args)
+	c.canonicalArgs = canon
+	// The decoded arguments are for CEL only: decoded when an expression may read them.
+	if c.reg.exprs.idempotentWhen != nil || c.reg.exprs.approvalWhen != nil || p.cfg.Policy.hasRules() {
+		var args map[string]any
+		if err := json.Unmarshal(canon, &args); err != nil {
+			return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
+		}
+		c.args = c.reg.argTypes.Normalize(args)
+	}
 	return Outcome{}, false
 }
 
@@ -622,11 +629,7 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 		return NewOutcome(reason, c.CallID).WithExternalDetail(detail)
 	}
 	if c.reg.output != nil && len(res.Structured) > 0 {
-		var v any
-		if err := json.Unmarshal(res.Structured, &v); err != nil {
-			return NewOutcome(ReasonInvalidResult, c.CallID).WithExternalDetail(err.Error())
-		}
-		if err := c.reg.output.Validate(v); err != nil {
+		if err := c.reg.output.validate(res.Structured); err != nil {
 			return NewOutcome(ReasonInvalidResult, c.CallID).WithExternalDetail(err.Error())
 		}
 	}

@@ -651,3 +651,49 @@ func TestBridge_HoldPastBoundTearsTheScriptDown(t *testing.T) {
 		t.Errorf("effects: send %d, deploy %d; want 1 and 1", send.effects.Load(), held.effects.Load())
 	}
 }
+
+// TestExecute_SchemaOutsideTheFastSubset: a schema only jsonschema-go can check (as an
+// upstream MCP server's may be) is enforced for arguments and results just like a
+// generated one, and the message of a rejection is jsonschema-go's in both cases.
+func TestExecute_SchemaOutsideTheFastSubset(t *testing.T) {
+	generated := newTestTool("demo.gen", runtime.SideEffectRead, runtime.Idempotent)
+	generated.spec.InputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"n":{"type":"integer","minimum":1}}}`)
+	generated.spec.OutputSchema = json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"enum":[true]}}}`)
+	upstream := newTestTool("demo.up", runtime.SideEffectRead, runtime.Idempotent)
+	upstream.spec.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"oneOf":[{"type":"integer","minimum":1},{"type":"string","pattern":"^x"}]}}}`)
+	upstream.spec.OutputSchema = json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"const":true}}}`)
+	h := newHarness(t, runtime.Config{}, generated, upstream)
+	for i, tc := range []struct {
+		tool, args string
+		reason     runtime.ReasonCode
+		detail     string
+	}{
+		{"demo.gen", `{"n":2}`, "", ""},
+		{"demo.gen", `{"n":0}`, runtime.ReasonInvalidArguments, "minimum"},
+		{"demo.gen", `{"n":1.5}`, runtime.ReasonInvalidArguments, "type"},
+		{"demo.up", `{"n":2}`, "", ""},
+		{"demo.up", `{"n":"xy"}`, "", ""},
+		{"demo.up", `{"n":"y"}`, runtime.ReasonInvalidArguments, "oneOf"},
+		{"demo.up", `{"n":0}`, runtime.ReasonInvalidArguments, "oneOf"},
+	} {
+		o := h.exec(h.call(tc.tool, fmt.Sprintf("c%d", i), tc.args))
+		if tc.reason == "" {
+			wantStatus(t, o, runtime.OutcomeSucceeded, "")
+			continue
+		}
+		wantStatus(t, o, runtime.OutcomeDenied, tc.reason)
+		if o.ExternalDetail == nil || !strings.Contains(o.ExternalDetail.Text, tc.detail) {
+			t.Errorf("%s %s: external_detail %q does not mention %q", tc.tool, tc.args, o.ExternalDetail, tc.detail)
+		}
+	}
+	// A result that breaks the output schema is invalid_result on both paths.
+	for tool, keyword := range map[*testTool]string{generated: "enum", upstream: "const"} {
+		tool.run = func(context.Context, *runtime.ExecContext, json.RawMessage) (runtime.ToolResult, error) {
+			return runtime.StructuredResult(&tool.spec, map[string]any{"ok": false})
+		}
+		o := h.exec(h.call(tool.spec.Name, "bad-result", `{"n":3}`))
+		if o.ReasonCode != runtime.ReasonInvalidResult || o.ExternalDetail == nil || !strings.Contains(o.ExternalDetail.Text, keyword) {
+			t.Errorf("%s: bad result gave %s/%s %+v, want invalid_result naming %s", tool.spec.Name, o.Status, o.ReasonCode, o.ExternalDetail, keyword)
+		}
+	}
+}

@@ -60,6 +60,11 @@ type policyRule struct {
 	expr     *BoolExpr
 }
 
+// hasRules reports whether p has any operator rule (a rule may read the arguments).
+func (p *Policy) hasRules() bool {
+	return p != nil && len(p.deny)+len(p.approve)+len(p.allow) > 0
+}
+
 func (r *policyRule) matches(tool string) bool {
 	if r.all || slices.Contains(r.exact, tool) {
 		return true

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/toolgen/toolgen/runtime/internal/fastschema"
+
 	"github.com/toolgen/toolgen/internal/names"
 )
 
@@ -28,8 +30,8 @@ type Registry struct {
 type registered struct {
 	tool   Tool
 	spec   *ToolSpec
-	input  *jsonschema.Resolved
-	output *jsonschema.Resolved
+	input  *schemaCheck // nil: no schema
+	output *schemaCheck
 	exprs  toolExprs
 	// argTypes types the decoded arguments for CEL as the spec declares them
 	// (integers stay int64, numbers float64), so run-time evaluation agrees with the
@@ -134,7 +136,7 @@ func (r *Registry) Withdraw(name string) {
 	delete(r.tools, name)
 }
 
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+func resolveSchema(raw json.RawMessage) (*schemaCheck, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -142,7 +144,35 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err
 	}
-	return s.Resolve(nil)
+	ref, err := s.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	// A schema outside the fast subset (an upstream server's $ref, oneOf, ...) is
+	// checked by jsonschema-go alone.
+	fast, _ := fastschema.Compile(ref.Schema())
+	return &schemaCheck{ref: ref, fast: fast}, nil
+}
+
+// schemaCheck validates documents against one schema. jsonschema-go is the judge;
+// fastschema only proves, without allocating, that a document is valid, which is
+// what almost every call's arguments and result are. Whenever it cannot, the
+// document is decoded and jsonschema-go decides and explains.
+type schemaCheck struct {
+	ref  *jsonschema.Resolved
+	fast *fastschema.Validator // nil: outside the fast subset
+}
+
+// validate checks the JSON document doc.
+func (sc *schemaCheck) validate(doc []byte) error {
+	if sc.fast != nil && sc.fast.Valid(doc) {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return err
+	}
+	return sc.ref.Validate(v)
 }
 
 // Catalog is a session's pinned view: each tool's definition as the session first saw
