@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 60s
 
-.PHONY: all generate check test vet fmt-check stale unit bench fuzz
+.PHONY: all generate check test vet fmt-check stale unit bench fuzz node-deps
 
 all: test
 
@@ -15,7 +15,17 @@ check:
 	$(GO) run ./cmd/toolgen check .
 
 ## test: vet, gofmt, stale gen/, unit tests and testscripts.
-test: vet fmt-check stale unit
+test: vet fmt-check stale node-deps unit
+
+## node-deps: the real MCP peers the tests talk to (a real server and a real client,
+## pinned in .tooldeps/package-lock.json), installed from the npm registry once. Without
+## npm the tests that need them skip and say so.
+node-deps: .tooldeps/node_modules/.installed
+
+.tooldeps/node_modules/.installed: .tooldeps/package.json .tooldeps/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd .tooldeps && npm ci --no-audit --no-fund && touch node_modules/.installed; \
+	else echo "node-deps: npm not found: tests with real MCP peers will skip"; fi
 
 vet:
 	$(GO) vet ./...
@@ -41,6 +51,8 @@ bench:
 	$(GO) test -run XXX -bench BenchmarkPipelineOverhead -benchmem -count 5 ./runtime/bench/
 	$(GO) test -run XXX -bench 'BenchmarkPostgresCalls|BenchmarkSQLiteCalls' -benchtime 1x -timeout 30m ./runtime/bench/
 
-## fuzz: fuzz the spec loader for every file kind.
+## fuzz: fuzz the spec loader for every file kind and the schema fast path.
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./spec/
+	$(GO) test -run XXX -fuzz 'FuzzValid$$' -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
+	$(GO) test -run XXX -fuzz FuzzValidSchema -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
