@@ -451,7 +451,11 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 	defer cancel()
 	tick := time.NewTicker(p.cfg.ApprovalPoll)
 	defer tick.Stop()
+	observe, start := holdObserver(ctx), time.Now()
 	for {
+		if observe != nil {
+			observe(time.Since(start), p.cfg.ApprovalHold)
+		}
 		a, err := p.cfg.Store.ApprovalGet(holdCtx, c.key)
 		switch {
 		case err == nil && a.Approved:

@@ -342,7 +342,22 @@ func TestExecute_ApprovalHoldBoundedAndDenied(t *testing.T) {
 	held.spec.Risk = runtime.RiskCritical
 	h := newHarness(t, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond}, held)
 	c := h.call("demo.deploy", "c-deploy", `{"n":1}`)
-	wantStatus(t, h.exec(c), runtime.OutcomeUnavailable, runtime.ReasonApprovalPending)
+	// The hold reports itself to an observer in the caller's context (the MCP server
+	// turns that into progress notifications).
+	var reports []time.Duration
+	o, err := h.p.Execute(runtime.WithHoldObserver(h.ctx, func(waited, bound time.Duration) {
+		if bound != 50*time.Millisecond {
+			t.Errorf("hold bound reported %v, want 50ms", bound)
+		}
+		reports = append(reports, waited)
+	}), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, o, runtime.OutcomeUnavailable, runtime.ReasonApprovalPending)
+	if len(reports) < 2 || reports[0] > reports[len(reports)-1] {
+		t.Errorf("hold reports %v: want at least two, increasing", reports)
+	}
 	// The row stays PENDING; a denial by another principal is found on retry.
 	key := waitForPending(t, h, "c-deploy")
 	if err := h.store.ApprovalDecide(h.ctx, store.Approval{Key: key, Tenant: "acme", Approved: false, DecidedBy: "bob"}); err != nil {
