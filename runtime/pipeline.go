@@ -55,6 +55,11 @@ type Config struct {
 	// OpenTelemetry GenAI conventions name it) with the tool name, call id, status and
 	// reason code — classification, never arguments or results.
 	Tracer trace.Tracer
+	// AfterCall, when set, is told every outcome Execute returns, on every path (MCP,
+	// toolrun call, the bridge, recovery's re-executions excluded). The protocol runtime
+	// uses it to apply a succeeded protocol.dispatch to the session's mode. Its error is
+	// returned by Execute, with the outcome: the call itself is recorded either way.
+	AfterCall func(ctx context.Context, c Call, o Outcome) error
 	// AfterStep, when set, is called after each named step of a call completes:
 	// "resolve", "validate", "label", "key", "breaker", "policy", "persist", "hold",
 	// "watermark" (the watermark commit returned), "execute", "shape", "settle". It
@@ -175,7 +180,11 @@ func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) 
 			span.End()
 		}()
 	}
-	return p.execute(ctx, in)
+	o, err = p.execute(ctx, in)
+	if err == nil && p.cfg.AfterCall != nil {
+		err = p.cfg.AfterCall(ctx, in, o)
+	}
+	return o, err
 }
 
 func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
@@ -338,6 +347,15 @@ func (p *Pipeline) stepPolicy(ctx context.Context, c *call) (Outcome, bool, erro
 // commit): it counts for the breaker, and a retry with the same key finds it at step 8.
 // If the key already has a row, that row's recorded outcome stands.
 func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outcome, error) {
+	if c.mode == "" && p.cfg.Modes != nil {
+		// A breaker refusal comes before step 6 resolved the mode; the row still records
+		// the mode that was active (WF-5).
+		mode, _, err := p.cfg.Modes.ActiveMode(ctx, c.SessionID, c.spec.Name)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("runtime: active mode: %w", err)
+		}
+		c.mode = mode
+	}
 	params := p.insertParams(c)
 	params.Status, params.ReasonCode, params.Outcome = store.StatusDenied, string(o.ReasonCode), mustJSON(o)
 	inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
