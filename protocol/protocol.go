@@ -1,0 +1,96 @@
+package protocol
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/toolgen/toolgen/spec"
+)
+
+// Protocol is a checked protocol: its modes and the tools each holds. Only [LoadFS] and
+// [LoadDir] make one, so a Protocol has always passed WF-1/WF-2.
+type Protocol struct {
+	name    string
+	initial string
+	modes   []mode // declaration order
+}
+
+type mode struct {
+	name  string
+	tools []string // as declared: tool names and mcp.<server>.* patterns
+}
+
+func fromSpec(sp *spec.Protocol) *Protocol {
+	p := &Protocol{name: sp.Name, initial: sp.InitialMode.Name}
+	for _, m := range sp.Modes {
+		md := mode{name: m.Name}
+		for _, t := range m.Tools {
+			md.tools = append(md.tools, t.Name)
+		}
+		p.modes = append(p.modes, md)
+	}
+	return p
+}
+
+// Name is the protocol's name.
+func (p *Protocol) Name() string { return p.name }
+
+// InitialMode is the mode a session starts in (WF-4's last resort).
+func (p *Protocol) InitialMode() string { return p.initial }
+
+// Modes lists the mode names in declaration order.
+func (p *Protocol) Modes() []string {
+	out := make([]string, len(p.modes))
+	for i, m := range p.modes {
+		out[i] = m.name
+	}
+	return out
+}
+
+// HasMode reports whether name is one of the protocol's modes.
+func (p *Protocol) HasMode(name string) bool { return p.mode(name) != nil }
+
+// ModeTools lists the tool references mode declares, as written (names and
+// mcp.<server>.* patterns); nil for an unknown mode.
+func (p *Protocol) ModeTools(name string) []string {
+	if m := p.mode(name); m != nil {
+		return slices.Clone(m.tools)
+	}
+	return nil
+}
+
+// Holds reports whether mode exposes tool (WF-3): the mode lists the tool, or an
+// mcp.<server>.* pattern that covers it. An unknown mode holds nothing.
+func (p *Protocol) Holds(modeName, tool string) bool {
+	m := p.mode(modeName)
+	if m == nil {
+		return false
+	}
+	for _, ref := range m.tools {
+		if refHolds(ref, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Protocol) mode(name string) *mode {
+	for i := range p.modes {
+		if p.modes[i].name == name {
+			return &p.modes[i]
+		}
+	}
+	return nil
+}
+
+// refHolds is the membership rule spec's WF-1 check uses (spec/check.go holds): a
+// reference is a tool name, or a pattern ending in * that covers every name with the
+// pattern's prefix. spec checks that the only patterns are mcp.<server>.*, so the
+// prefix always ends in "." and never crosses a server.
+func refHolds(ref, tool string) bool {
+	if ref == tool {
+		return true
+	}
+	prefix, ok := strings.CutSuffix(ref, "*")
+	return ok && strings.HasPrefix(tool, prefix)
+}
