@@ -12,8 +12,19 @@
 //     IMMEDIATE (_txlock=immediate), so writers of this process queue in Go instead of
 //     failing with SQLITE_BUSY; busy_timeout waits for writers of other processes on
 //     the same file. Reads use a separate pool of query_only connections.
-//   - Every writing method is one IMMEDIATE transaction (one commit); the sweep is one
-//     UPDATE ... FROM (SELECT ... LIMIT n) ... RETURNING inside it.
+//   - Every writing method is one commit. A method whose whole effect is one
+//     statement (insert, watermark, settle, release, suspend, lease renewal, audit and
+//     catalog appends) runs it as an autocommit statement: the same commit and fsync
+//     as BEGIN IMMEDIATE ... COMMIT, two statements fewer. When such a fenced write
+//     matches nothing, the check that tells a lost ack or a conflict from a lost lease
+//     runs afterwards on a reader: rows are never deleted and a broken fence never
+//     holds again, so it sees what a transaction around both would see. The methods
+//     whose check is not monotonic (claim, resume, resolve, approval) and the sweep
+//     (one UPDATE ... FROM (SELECT ... LIMIT n) ... RETURNING of many rows) are one
+//     IMMEDIATE transaction.
+//   - Every statement is prepared once, by [Open] (modernc.org/sqlite would parse the
+//     SQL on every call otherwise); transactions run them through tx.StmtContext,
+//     never on the writer pool directly, whose only connection the transaction holds.
 //   - Times are INTEGER microseconds since the Unix epoch from SQLite's clock in the
 //     statement (millisecond precision), never the caller's clock.
 //   - foreign_keys is on; tables are STRICT; the audit log is append-only (triggers).

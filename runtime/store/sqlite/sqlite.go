@@ -21,14 +21,39 @@ type Store struct {
 	path  string
 	write *sql.DB // exactly one connection: the only writer of this process
 	read  *sql.DB // read-only connections (WAL readers)
+	w     writeStmts
+	r     readStmts
+	stmts []*sql.Stmt // all of w and r, for Close
 }
 
 var _ store.Store = (*Store)(nil)
 
+// writeStmts are the statements run on the writer, prepared once by Open.
+//
+// Never run one of them directly (w.x.QueryContext, ...) while a transaction of the
+// writer is open: the transaction holds the writer's only connection, so the call
+// would wait for it forever. Inside a transaction go through tx.StmtContext, which
+// runs the statement already prepared on the transaction's connection.
+type writeStmts struct {
+	insert, claim, markEffectSent, settle, release, suspend, resume, renew, sweep, resolve *sql.Stmt
+	exists, resumeTokenTaken                                                               *sql.Stmt
+	approvalDecide, approvalExists, auditAppend, catalogAppend                             *sql.Stmt
+}
+
+// readStmts are the statements run on the read pool, prepared once by Open (and by
+// database/sql again on each further reader connection, once).
+type readStmts struct {
+	get, getByKey, getByResumeToken, listRetryable, listUncertain, breakerCounts *sql.Stmt
+	// the lost-ack and error checks after a fenced autocommit write matched nothing
+	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
+	approvalGet, auditList, catalogList                      *sql.Stmt
+}
+
 // connParams configure every connection. synchronous=FULL makes WAL sync on every
-// commit, so a committed watermark survives power loss and OS crashes, not only a
-// killed process (NORMAL would lose the last commits on power loss). _txlock=immediate
-// takes the write lock at BEGIN, so a transaction never fails half-way on SQLITE_BUSY;
+// commit, autocommit statements included, so a committed watermark survives power
+// loss and OS crashes, not only a killed process (NORMAL would lose the last commits
+// on power loss). _txlock=immediate takes the write lock at BEGIN, so a transaction
+// never fails half-way on SQLITE_BUSY (an autocommit write takes it at its start);
 // busy_timeout waits for writers of other processes.
 const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 	"&_pragma=foreign_keys(1)&_txlock=immediate"
@@ -36,9 +61,9 @@ const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragm
 // readers is the size of the read pool.
 const readers = 4
 
-// Open opens (creating if needed) the database file at path and applies the embedded
-// migrations. WAL needs a real file: an in-memory database is refused; tests use a
-// file in t.TempDir().
+// Open opens (creating if needed) the database file at path, applies the embedded
+// migrations and prepares the statements. WAL needs a real file: an in-memory
+// database is refused; tests use a file in t.TempDir().
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("sqlite: %q: the store needs a database file (WAL does not work in memory)", path)
@@ -67,15 +92,86 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	return &Store{path: path, write: write, read: read}, nil
+	s := &Store{path: path, write: write, read: read}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare prepares every statement once, after the migrations (the tables must
+// exist) and before any transaction (preparing on the writer waits for its only
+// connection). Otherwise modernc.org/sqlite parses the SQL on every call: with a
+// transaction around each write, that took twice the CPU per call of the same
+// statements prepared once and autocommitted (BenchmarkSQLiteCalls, runtime/bench).
+func (s *Store) prepare(ctx context.Context) error {
+	w, r := &s.w, &s.r
+	for _, p := range []struct {
+		db    *sql.DB
+		stmt  **sql.Stmt
+		query string
+	}{
+		{s.write, &w.insert, invocationInsertSQL},
+		{s.write, &w.claim, invocationClaimIfPendingSQL},
+		{s.write, &w.markEffectSent, invocationMarkEffectSentIfLeasedSQL},
+		{s.write, &w.settle, invocationSettleIfLeasedSQL},
+		{s.write, &w.release, invocationReleaseIfLeasedSQL},
+		{s.write, &w.suspend, invocationSuspendIfLeasedSQL},
+		{s.write, &w.resume, invocationResumeSQL},
+		{s.write, &w.renew, invocationRenewLeasesSQL},
+		{s.write, &w.sweep, invocationSweepSQL},
+		{s.write, &w.resolve, invocationResolveUncertainSQL},
+		{s.write, &w.exists, invocationExistsSQL},
+		{s.write, &w.resumeTokenTaken, invocationResumeTokenTakenSQL},
+		{s.write, &w.approvalDecide, approvalDecideSQL},
+		{s.write, &w.approvalExists, approvalExistsSQL},
+		{s.write, &w.auditAppend, auditAppendSQL},
+		{s.write, &w.catalogAppend, catalogHistoryAppendSQL},
+
+		{s.read, &r.get, invocationGetSQL},
+		{s.read, &r.getByKey, invocationGetByKeySQL},
+		{s.read, &r.getByResumeToken, invocationGetByResumeTokenSQL},
+		{s.read, &r.listRetryable, invocationListRetryableSQL},
+		{s.read, &r.listUncertain, invocationListUncertainSQL},
+		{s.read, &r.breakerCounts, invocationBreakerCountsSQL},
+		{s.read, &r.fenceHolds, invocationFenceHoldsSQL},
+		{s.read, &r.settledByFence, invocationSettledByFenceSQL},
+		{s.read, &r.releasedAt, invocationReleasedAtSQL},
+		{s.read, &r.suspendedByFence, invocationSuspendedByFenceSQL},
+		{s.read, &r.approvalGet, approvalGetSQL},
+		{s.read, &r.auditList, auditListSQL},
+		{s.read, &r.catalogList, catalogHistoryListSQL},
+	} {
+		stmt, err := p.db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare %q: %w", firstLine(p.query), err)
+		}
+		*p.stmt = stmt
+		s.stmts = append(s.stmts, stmt)
+	}
+	return nil
+}
+
+// firstLine names a statement in an error.
+func firstLine(query string) string {
+	query = strings.TrimSpace(query)
+	if i := strings.IndexByte(query, '\n'); i >= 0 {
+		return query[:i]
+	}
+	return query
 }
 
 // uriEscaper escapes the characters that end or escape the path of a SQLite URI.
 var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
-// Close closes both pools.
+// Close closes the statements and both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	var errs []error
+	for _, stmt := range s.stmts {
+		errs = append(errs, stmt.Close())
+	}
+	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
 // inTx runs fn in one transaction on db (BEGIN IMMEDIATE) and commits it.
@@ -97,10 +193,28 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// writeTx is the one transaction of a writing method.
+// writeTx is the one transaction of a writing method that needs more than one
+// statement to be atomic. fn runs the writer's statements through tx.StmtContext
+// only (see writeStmts).
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return inTx(ctx, s.write, fn)
 }
+
+// Writing methods whose whole effect is one statement run it as one autocommit
+// statement on the writer: the same single commit (and fsync, synchronous=FULL) as
+// BEGIN IMMEDIATE ... COMMIT, without the two extra statements. A check that runs
+// after such a write matched nothing only classifies the failure, and runs on a
+// reader: rows are never deleted, and a fence that does not hold never holds again
+// (attempt only grows, an expired lease is never renewed, a watermark token is kept
+// until the fence is cleared), so the check sees what a transaction around both
+// statements would have seen at the time of the check.
+//
+// The methods whose failure check is not monotonic keep their transaction: claim (a
+// row may become PENDING again) and resolve (for both, an id absent at the write may
+// exist at the check), resume (a suspension may give the token to a row) and the
+// approval (its invocation may be inserted in between); and so does the sweep, whose
+// many RETURNING rows must not be committed by an autocommit statement that then
+// fails to return them.
 
 func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*store.Invocation, bool, error) {
 	if err := p.Validate(); err != nil {
@@ -110,46 +224,45 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if p.Status == store.StatusRunning {
 		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
 	}
-	var inv *store.Invocation
-	inserted := true
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationInsertSQL,
-			sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
-			sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
-			sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
-			sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
-			sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
-			sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
-			sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
-			sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
-			sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt)))
-		if !errors.Is(err, store.ErrNotFound) {
-			return err
+	inv, err := scanInvocation(s.w.insert.QueryRowContext(ctx,
+		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
+		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
+		sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
+		sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
+		sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
+		sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
+		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
+		sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
+		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt)))
+	if !errors.Is(err, store.ErrNotFound) {
+		if err != nil {
+			return nil, false, err
 		}
-		inserted = false // the key exists: return that row, write nothing
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationGetByKeySQL, sql.Named("key", p.Key)))
-		return err
-	})
+		return inv, true, nil
+	}
+	// The key exists: nothing was written; return that row. It was committed before
+	// the insert took the write lock and rows are never deleted, so a reader (a new
+	// WAL snapshot) sees it, and the writer stays free for the other callers.
+	inv, err = scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", p.Key)))
 	if err != nil {
 		return nil, false, err
 	}
-	return inv, inserted, nil
+	return inv, false, nil
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {
-	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetSQL, sql.Named("id", id)))
+	return scanInvocation(s.r.get.QueryRowContext(ctx, sql.Named("id", id)))
 }
 
 func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
-	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetByKeySQL, sql.Named("key", key)))
+	return scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", key)))
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
 	if token == "" {
 		return nil, store.ErrNotFound
 	}
-	return scanInvocation(s.read.QueryRowContext(ctx, invocationGetByResumeTokenSQL, sql.Named("token", token)))
+	return scanInvocation(s.r.getByResumeToken.QueryRowContext(ctx, sql.Named("token", token)))
 }
 
 func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
@@ -159,10 +272,10 @@ func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner st
 	var inv *store.Invocation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationClaimIfPendingSQL,
+		inv, err = scanInvocation(tx.StmtContext(ctx, s.w.claim).QueryRowContext(ctx,
 			sql.Named("id", id), sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds())))
 		if errors.Is(err, store.ErrNotFound) {
-			return conflictIfExists(ctx, tx, id)
+			return s.conflictIfExists(ctx, tx, id)
 		}
 		return err
 	})
@@ -173,51 +286,45 @@ func (s *Store) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fe
 	if token == "" {
 		return fmt.Errorf("%w: watermark without a token", store.ErrInvalid)
 	}
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		n, err := execRows(ctx, tx, invocationMarkEffectSentIfLeasedSQL, fenceArgs(f, sql.Named("token", token))...)
-		if err != nil || n == 1 {
-			return err
-		}
-		holds, err := exists(ctx, tx, invocationFenceHoldsSQL, fenceArgs(f)...)
-		if err != nil {
-			return err
-		}
-		if holds {
-			return fmt.Errorf("%w: invocation %d already carries another watermark token", store.ErrConflict, f.ID)
-		}
-		return leaseLost(f)
-	})
+	n, err := execRows(ctx, s.w.markEffectSent, fenceArgs(f, sql.Named("token", token))...)
+	if err != nil || n == 1 {
+		return err
+	}
+	holds, err := exists(ctx, s.r.fenceHolds, fenceArgs(f)...)
+	if err != nil {
+		return err
+	}
+	if holds {
+		return fmt.Errorf("%w: invocation %d already carries another watermark token", store.ErrConflict, f.ID)
+	}
+	return leaseLost(f)
 }
 
 func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st store.Settlement) error {
 	if err := st.Validate(); err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		n, err := execRows(ctx, tx, invocationSettleIfLeasedSQL, fenceArgs(f, settlementArgs(st)...)...)
-		if err != nil || n == 1 {
-			return err
-		}
-		done, err := exists(ctx, tx, invocationSettledByFenceSQL, fenceArgs(f, sql.Named("status", string(st.Status)))...)
-		if err != nil || done {
-			return err // lost ack: already settled by this fence
-		}
-		return leaseLost(f)
-	})
+	n, err := execRows(ctx, s.w.settle, fenceArgs(f, settlementArgs(st)...)...)
+	if err != nil || n == 1 {
+		return err
+	}
+	done, err := exists(ctx, s.r.settledByFence, fenceArgs(f, sql.Named("status", string(st.Status)))...)
+	if err != nil || done {
+		return err // lost ack: already settled by this fence
+	}
+	return leaseLost(f)
 }
 
 func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		n, err := execRows(ctx, tx, invocationReleaseIfLeasedSQL, fenceArgs(f)...)
-		if err != nil || n == 1 {
-			return err
-		}
-		done, err := exists(ctx, tx, invocationReleasedAtSQL, fenceArgs(f)...)
-		if err != nil || done {
-			return err // lost ack: already released at this attempt
-		}
-		return leaseLost(f)
-	})
+	n, err := execRows(ctx, s.w.release, fenceArgs(f)...)
+	if err != nil || n == 1 {
+		return err
+	}
+	done, err := exists(ctx, s.r.releasedAt, fenceArgs(f)...)
+	if err != nil || done {
+		return err // lost ack: already released at this attempt
+	}
+	return leaseLost(f)
 }
 
 func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
@@ -225,18 +332,16 @@ func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, re
 		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)
 	}
 	token := sql.Named("resume_token", resumeToken)
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		// a token held by another row is a unique violation: ErrConflict
-		n, err := execRows(ctx, tx, invocationSuspendIfLeasedSQL, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
-		if err != nil || n == 1 {
-			return err
-		}
-		done, err := exists(ctx, tx, invocationSuspendedByFenceSQL, fenceArgs(f, token)...)
-		if err != nil || done {
-			return err // lost ack: already suspended by this fence with this token
-		}
-		return leaseLost(f)
-	})
+	// a token held by another row is a unique violation: ErrConflict
+	n, err := execRows(ctx, s.w.suspend, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
+	if err != nil || n == 1 {
+		return err
+	}
+	done, err := exists(ctx, s.r.suspendedByFence, fenceArgs(f, token)...)
+	if err != nil || done {
+		return err // lost ack: already suspended by this fence with this token
+	}
+	return leaseLost(f)
 }
 
 func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st store.Settlement) (*store.Invocation, error) {
@@ -247,11 +352,11 @@ func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st sto
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		token := sql.Named("resume_token", resumeToken)
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationResumeSQL, append(settlementArgs(st), token)...))
+		inv, err = scanInvocation(tx.StmtContext(ctx, s.w.resume).QueryRowContext(ctx, append(settlementArgs(st), token)...))
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		taken, err := exists(ctx, tx, invocationResumeTokenTakenSQL, token)
+		taken, err := exists(ctx, tx.StmtContext(ctx, s.w.resumeTokenTaken), token)
 		if err != nil {
 			return err
 		}
@@ -267,12 +372,7 @@ func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, lease t
 	if err := store.ValidateLease(owner, lease); err != nil {
 		return 0, err
 	}
-	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		n, err = execRows(ctx, tx, invocationRenewLeasesSQL, sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds()))
-		return err
-	})
+	n, err := execRows(ctx, s.w.renew, sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds()))
 	return int(n), err
 }
 
@@ -280,7 +380,7 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	p = p.WithDefaults()
 	var swept []store.Swept
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		invs, err := queryInvocations(ctx, tx, invocationSweepSQL,
+		invs, err := queryInvocations(ctx, tx.StmtContext(ctx, s.w.sweep),
 			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts))
 		if err != nil {
 			return err
@@ -295,11 +395,11 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 }
 
 func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return queryInvocations(ctx, s.read, invocationListRetryableSQL, sql.Named("limit", sqlLimit(limit)))
+	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(limit)))
 }
 
 func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
-	return queryInvocations(ctx, s.read, invocationListUncertainSQL, sql.Named("tenant", tenant))
+	return queryInvocations(ctx, s.r.listUncertain, sql.Named("tenant", tenant))
 }
 
 func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
@@ -309,10 +409,10 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	var inv *store.Invocation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationResolveUncertainSQL,
+		inv, err = scanInvocation(tx.StmtContext(ctx, s.w.resolve).QueryRowContext(ctx,
 			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by)))
 		if errors.Is(err, store.ErrNotFound) {
-			return conflictIfExists(ctx, tx, id)
+			return s.conflictIfExists(ctx, tx, id)
 		}
 		return err
 	})
@@ -321,7 +421,7 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	err := s.read.QueryRowContext(ctx, invocationBreakerCountsSQL, sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
+	err := s.r.breakerCounts.QueryRowContext(ctx, sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
 		Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }
@@ -331,12 +431,12 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
 		return fmt.Errorf("%w: an approval needs a key and a decider", store.ErrInvalid)
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		n, err := execRows(ctx, tx, approvalDecideSQL, sql.Named("key", a.Key), sql.Named("tenant", a.Tenant),
+		n, err := execRows(ctx, tx.StmtContext(ctx, s.w.approvalDecide), sql.Named("key", a.Key), sql.Named("tenant", a.Tenant),
 			sql.Named("approved", a.Approved), sql.Named("decided_by", a.DecidedBy), sql.Named("reason", a.Reason))
 		if err != nil || n == 1 {
 			return err
 		}
-		decided, err := exists(ctx, tx, approvalExistsSQL, sql.Named("key", a.Key))
+		decided, err := exists(ctx, tx.StmtContext(ctx, s.w.approvalExists), sql.Named("key", a.Key))
 		if err != nil {
 			return err
 		}
@@ -350,7 +450,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
 func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
 	var a store.Approval
 	var at int64
-	err := s.read.QueryRowContext(ctx, approvalGetSQL, sql.Named("key", key)).
+	err := s.r.approvalGet.QueryRowContext(ctx, sql.Named("key", key)).
 		Scan(&a.Key, &a.Tenant, &a.Approved, &a.DecidedBy, &a.Reason, &at)
 	if err != nil {
 		return nil, notFound(err)
@@ -361,16 +461,14 @@ func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, e
 
 func (s *Store) AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error) {
 	var id int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, auditAppendSQL, sql.Named("tenant", e.Tenant), sql.Named("kind", e.Kind),
-			sql.Named("principal", e.Principal), sql.Named("session_id", e.SessionID), sql.Named("mode", e.Mode),
-			sql.Named("tool", e.Tool), sql.Named("key", e.Key), sql.Named("detail", nullJSON(e.Detail))).Scan(&id)
-	})
+	err := s.w.auditAppend.QueryRowContext(ctx, sql.Named("tenant", e.Tenant), sql.Named("kind", e.Kind),
+		sql.Named("principal", e.Principal), sql.Named("session_id", e.SessionID), sql.Named("mode", e.Mode),
+		sql.Named("tool", e.Tool), sql.Named("key", e.Key), sql.Named("detail", nullJSON(e.Detail))).Scan(&id)
 	return id, err
 }
 
 func (s *Store) AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]store.AuditEntry, error) {
-	rows, err := s.read.QueryContext(ctx, auditListSQL,
+	rows, err := s.r.auditList.QueryContext(ctx,
 		sql.Named("tenant", tenant), sql.Named("after_id", afterID), sql.Named("limit", sqlLimit(limit)))
 	if err != nil {
 		return nil, err
@@ -392,15 +490,13 @@ func (s *Store) AuditList(ctx context.Context, tenant string, afterID int64, lim
 
 func (s *Store) CatalogHistoryAppend(ctx context.Context, c store.CatalogChange) (int64, error) {
 	var id int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, catalogHistoryAppendSQL, sql.Named("server_id", c.ServerID), sql.Named("tool", c.Tool),
-			sql.Named("change", c.Change), sql.Named("sha256", c.SHA256), sql.Named("detail", nullJSON(c.Detail))).Scan(&id)
-	})
+	err := s.w.catalogAppend.QueryRowContext(ctx, sql.Named("server_id", c.ServerID), sql.Named("tool", c.Tool),
+		sql.Named("change", c.Change), sql.Named("sha256", c.SHA256), sql.Named("detail", nullJSON(c.Detail))).Scan(&id)
 	return id, err
 }
 
 func (s *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
-	rows, err := s.read.QueryContext(ctx, catalogHistoryListSQL, sql.Named("server_id", serverID))
+	rows, err := s.r.catalogList.QueryContext(ctx, sql.Named("server_id", serverID))
 	if err != nil {
 		return nil, err
 	}
@@ -421,45 +517,50 @@ func (s *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]stor
 
 // helpers
 
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 type rowScanner interface {
 	Scan(dest ...any) error
 }
 
+// invocationRow is what scanInvocation scans into: one allocation for the row, its
+// nullable columns and its optional times, instead of one for each.
+type invocationRow struct {
+	inv                                              store.Invocation
+	idemWhen                                         sql.NullBool
+	args, outcome, owner, resumeToken                sql.NullString
+	effectSent, earlierEffect, leaseExp, susp, resAt sql.NullInt64
+	created, updated                                 int64
+	status                                           string
+	times                                            [5]time.Time // backing of the optional times
+}
+
 func scanInvocation(row rowScanner) (*store.Invocation, error) {
-	var (
-		inv                                              store.Invocation
-		idemWhen                                         sql.NullBool
-		args, outcome, owner, resumeToken                sql.NullString
-		effectSent, earlierEffect, leaseExp, susp, resAt sql.NullInt64
-		created, updated                                 int64
-		status                                           string
-	)
+	r := new(invocationRow)
+	inv := &r.inv
 	err := row.Scan(&inv.ID, &inv.Key, &inv.Tenant, &inv.Principal, &inv.SessionID, &inv.RunID, &inv.Step, &inv.CallID,
-		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &idemWhen, &args, &inv.ArgsHash, &inv.OriginTrust,
-		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &status, &inv.ReasonCode, &outcome, &effectSent, &earlierEffect,
-		&inv.WatermarkMissing, &owner, &leaseExp, &inv.Attempt, &susp, &resumeToken, &inv.Resolution, &inv.ResolvedBy,
-		&resAt, &created, &updated)
+		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &r.idemWhen, &r.args, &inv.ArgsHash, &inv.OriginTrust,
+		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &r.status, &inv.ReasonCode, &r.outcome, &r.effectSent,
+		&r.earlierEffect, &inv.WatermarkMissing, &r.owner, &r.leaseExp, &inv.Attempt, &r.susp, &r.resumeToken,
+		&inv.Resolution, &inv.ResolvedBy, &r.resAt, &r.created, &r.updated)
 	if err != nil {
 		return nil, notFound(err)
 	}
-	if idemWhen.Valid {
-		inv.IdempotentWhen = &idemWhen.Bool
+	if r.idemWhen.Valid {
+		inv.IdempotentWhen = &r.idemWhen.Bool
 	}
-	inv.Status = store.Status(status)
-	inv.Args, inv.Outcome = rawJSON(args), rawJSON(outcome)
-	inv.LeaseOwner, inv.ResumeToken = owner.String, resumeToken.String
-	inv.EffectSentAt, inv.EarlierEffectSentAt = optMicros(effectSent), optMicros(earlierEffect)
-	inv.LeaseExpiresAt, inv.SuspendedAt, inv.ResolvedAt = optMicros(leaseExp), optMicros(susp), optMicros(resAt)
-	inv.CreatedAt, inv.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return &inv, nil
+	inv.Status = store.Status(r.status)
+	inv.Args, inv.Outcome = rawJSON(r.args), rawJSON(r.outcome)
+	inv.LeaseOwner, inv.ResumeToken = r.owner.String, r.resumeToken.String
+	inv.EffectSentAt = optMicros(r.effectSent, &r.times[0])
+	inv.EarlierEffectSentAt = optMicros(r.earlierEffect, &r.times[1])
+	inv.LeaseExpiresAt = optMicros(r.leaseExp, &r.times[2])
+	inv.SuspendedAt = optMicros(r.susp, &r.times[3])
+	inv.ResolvedAt = optMicros(r.resAt, &r.times[4])
+	inv.CreatedAt, inv.UpdatedAt = fromMicros(r.created), fromMicros(r.updated)
+	return inv, nil
 }
 
-func queryInvocations(ctx context.Context, q queryer, query string, args ...any) ([]*store.Invocation, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+func queryInvocations(ctx context.Context, stmt *sql.Stmt, args ...any) ([]*store.Invocation, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -479,24 +580,24 @@ func queryInvocations(ctx context.Context, q queryer, query string, args ...any)
 	return out, nil
 }
 
-func execRows(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
-	res, err := tx.ExecContext(ctx, query, args...)
+func execRows(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return 0, mapErr(err)
 	}
 	return res.RowsAffected()
 }
 
-func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+func exists(ctx context.Context, stmt *sql.Stmt, args ...any) (bool, error) {
 	var ok bool
-	err := tx.QueryRowContext(ctx, query, args...).Scan(&ok)
+	err := stmt.QueryRowContext(ctx, args...).Scan(&ok)
 	return ok, err
 }
 
-// conflictIfExists is the error of a guarded write that matched nothing: ErrConflict
-// if the row exists (it is in the wrong state), ErrNotFound if not.
-func conflictIfExists(ctx context.Context, tx *sql.Tx, id int64) error {
-	ok, err := exists(ctx, tx, invocationExistsSQL, sql.Named("id", id))
+// conflictIfExists is the error of a guarded write in tx that matched nothing:
+// ErrConflict if the row exists (it is in the wrong state), ErrNotFound if not.
+func (s *Store) conflictIfExists(ctx context.Context, tx *sql.Tx, id int64) error {
+	ok, err := exists(ctx, tx.StmtContext(ctx, s.w.exists), sql.Named("id", id))
 	switch {
 	case err != nil:
 		return err
@@ -568,10 +669,11 @@ func sqlLimit(limit int) int {
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-func optMicros(v sql.NullInt64) *time.Time {
+// optMicros stores v in *t and returns t, or nil if v is NULL.
+func optMicros(v sql.NullInt64, t *time.Time) *time.Time {
 	if !v.Valid {
 		return nil
 	}
-	t := fromMicros(v.Int64)
-	return &t
+	*t = fromMicros(v.Int64)
+	return t
 }
