@@ -712,3 +712,41 @@ func TestExecute_SchemaOutsideTheFastSubset(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistry_ForceEpochServerRepinsOnlyThatServer(t *testing.T) {
+	reg := runtime.NewRegistry()
+	a := newTestTool("mcp.a.one", runtime.SideEffectRead, runtime.Idempotent)
+	b := newTestTool("mcp.b.one", runtime.SideEffectRead, runtime.Idempotent)
+	for _, tool := range []*testTool{a, b} {
+		if err := reg.RegisterAdapter("mcp", tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := reg.Pin("s1")
+	changedA := newTestTool("mcp.a.one", runtime.SideEffectRead, runtime.Idempotent)
+	changedA.spec.SchemaSHA256 = "sha-new"
+	changedB := newTestTool("mcp.b.one", runtime.SideEffectRead, runtime.Idempotent)
+	changedB.spec.SchemaSHA256 = "sha-new"
+	added := newTestTool("mcp.a.two", runtime.SideEffectRead, runtime.Idempotent)
+	for _, tool := range []*testTool{changedA, changedB} {
+		if err := reg.Replace(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.RegisterAdapter("mcp", added); err != nil {
+		t.Fatal(err)
+	}
+	if n := reg.ForceEpochServer("mcp.a."); n != 1 {
+		t.Errorf("re-pinned %d sessions, want 1", n)
+	}
+	after := reg.Pin("s1")
+	if after["mcp.a.one"].SchemaSHA256 != "sha-new" || after["mcp.a.two"] == nil {
+		t.Errorf("server a not re-pinned: %+v", after)
+	}
+	if after["mcp.b.one"].SchemaSHA256 != "sha-mcp.b.one" {
+		t.Errorf("server b re-pinned too: %s", after["mcp.b.one"].SchemaSHA256)
+	}
+	if before["mcp.a.one"].SchemaSHA256 != "sha-mcp.a.one" || before["mcp.a.two"] != nil {
+		t.Error("a catalog handed out before the epoch was mutated")
+	}
+}

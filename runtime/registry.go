@@ -209,6 +209,31 @@ func (r *Registry) ForceEpoch(sessionID string) Catalog {
 	return r.Pin(sessionID)
 }
 
+// ForceEpochServer re-pins, in every running session, the tools whose names start with
+// prefix ("mcp.<server>.") to the current catalog: new tools appear, withdrawn ones
+// leave, changed ones take their new definition; every other pin is untouched. It is
+// the operator's forced epoch for one server (MCP-7); callers log and audit it. It
+// returns the number of sessions re-pinned.
+func (r *Registry) ForceEpochServer(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, old := range r.sessions {
+		c := make(Catalog, len(old))
+		for name, spec := range old {
+			if !strings.HasPrefix(name, prefix) {
+				c[name] = spec
+			}
+		}
+		for name, reg := range r.tools {
+			if strings.HasPrefix(name, prefix) {
+				c[name] = reg.spec
+			}
+		}
+		r.sessions[id] = c // a new map: a Catalog handed out is never mutated
+	}
+	return len(r.sessions)
+}
+
 // Tools lists the definitions a session sees, sorted by name: its pinned catalog,
 // including withdrawn and changed tools, which stay advertised as pinned.
 func (r *Registry) Tools(sessionID string) []*ToolSpec {
