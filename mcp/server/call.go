@@ -1,0 +1,241 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/internal/names"
+	"github.com/toolgen/toolgen/runtime"
+)
+
+// HoldProgressMessage is the message of the progress notifications of an approval hold.
+const HoldProgressMessage = "waiting for approval"
+
+// suspendedText is the content of a suspended control call (RT-11): the tool's own
+// (empty) reply is not the answer, so it is not shown.
+const suspendedText = "The run is suspended, waiting for input. This call completes when the run is resumed."
+
+// callTool answers tools/call: every call, whatever its name, goes through the pipeline.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	if p == nil {
+		return nil, invalidParams("tools/call needs params")
+	}
+	tool := names.FromWire(p.Name)
+	id, err := s.identityOf(ctx, req.Session, p.Meta, tool, p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	call := runtime.Call{
+		Tenant:    s.opts.Principal.Tenant,
+		Principal: s.opts.Principal,
+		SessionID: id.SessionID,
+		RunID:     id.RunID,
+		Step:      id.Step,
+		CallID:    id.CallID,
+		Tool:      tool,
+		Args:      p.Arguments,
+		// RT-6: an MCP client is not a verified source of provenance. What was in the
+		// room and where the arguments came from are unknown: external_untrusted.
+		ContextTrust:  []runtime.Trust{runtime.TrustExternalUntrusted},
+		ArgumentTrust: runtime.TrustExternalUntrusted,
+		Workspace:     s.opts.Workspace,
+	}
+	o, err := s.execute(ctx, req.Session, p.GetProgressToken(), call)
+	if err != nil {
+		// The store is unusable: report the platform's own fault, never its text.
+		s.log.Error("mcp/server: tools/call: the pipeline could not record the call",
+			"tool", logName(tool), "session_id", id.SessionID, "run_id", id.RunID, "step", id.Step, "call_id", id.CallID, "error", err)
+		o = runtime.NewOutcome(runtime.ReasonInternalError, id.CallID)
+	}
+	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
+		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	return toResult(o, id), nil
+}
+
+// execute runs the call through the pipeline, reporting an approval hold as progress
+// when the client gave a progress token. Every notification is written before it
+// returns (or panics), so none follows the result.
+func (s *Server) execute(ctx context.Context, ss *mcp.ServerSession, token any, call runtime.Call) (runtime.Outcome, error) {
+	if token != nil && ss != nil {
+		progress := s.newHoldProgress(ctx, ss, token)
+		defer progress.close()
+		ctx = runtime.WithHoldObserver(ctx, progress.observe)
+	}
+	return s.opts.Pipeline.Execute(ctx, call)
+}
+
+// logName bounds a client-chosen name in a log line.
+func logName(name string) string {
+	const limit = 128
+	if len(name) <= limit {
+		return name
+	}
+	return strings.ToValidUTF8(name[:limit], "") + "..."
+}
+
+// outcomeShape is the six-field shape of a non-success outcome (RT-7), as
+// structuredContent. external_detail is always present, null when there is none.
+type outcomeShape struct {
+	Status         runtime.OutcomeStatus `json:"status"`
+	ReasonCode     runtime.ReasonCode    `json:"reason_code"`
+	Message        string                `json:"message"`
+	Retryable      bool                  `json:"retryable"`
+	CallID         string                `json:"call_id"`
+	ExternalDetail *itemShape            `json:"external_detail"`
+}
+
+type itemShape struct {
+	Type     string        `json:"type"`
+	Text     string        `json:"text"`
+	MIMEType string        `json:"mime_type,omitempty"`
+	Trust    runtime.Trust `json:"trust"`
+}
+
+type artifactShape struct {
+	URI       string `json:"uri"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// toResult maps an outcome to the MCP result (doc.go, "Results").
+func toResult(o runtime.Outcome, id identity) *mcp.CallToolResult {
+	callID := o.CallID
+	if callID == "" {
+		callID = id.CallID
+	}
+	meta := mcp.Meta{
+		MetaSessionID: id.SessionID,
+		MetaRunID:     id.RunID,
+		MetaStep:      id.Step,
+		MetaCallID:    callID,
+		MetaStatus:    string(o.Status),
+	}
+	if o.Replayed {
+		meta[MetaReplayed] = true
+	}
+	if o.Status != runtime.OutcomeSucceeded || o.Result == nil {
+		return errorResult(o, callID, meta)
+	}
+	r := o.Result
+	meta[MetaTrust] = string(r.Trust)
+	res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{}}
+	if len(r.Artifacts) > 0 {
+		arts := make([]artifactShape, 0, len(r.Artifacts))
+		for _, a := range r.Artifacts {
+			arts = append(arts, artifactShape(a))
+		}
+		meta[MetaArtifacts] = arts
+	}
+	if o.Suspended != nil {
+		meta[MetaSuspended] = o.Suspended
+		res.Content = append(res.Content, &mcp.TextContent{Text: suspendedText, Meta: mcp.Meta{MetaTrust: string(runtime.TrustSystem)}})
+		return res
+	}
+	for _, it := range r.Content {
+		// The pipeline enveloped external_untrusted text already (step 12).
+		res.Content = append(res.Content, textItem(it))
+	}
+	if sc := bytes.TrimSpace(r.Structured); len(sc) > 0 && sc[0] == '{' && json.Valid(sc) {
+		res.StructuredContent = json.RawMessage(sc)
+	}
+	return res
+}
+
+func textItem(it runtime.Item) *mcp.TextContent {
+	m := mcp.Meta{MetaTrust: string(it.Trust)}
+	if it.MIMEType != "" {
+		m[MetaMIMEType] = it.MIMEType
+	}
+	return &mcp.TextContent{Text: it.Text, Meta: m}
+}
+
+// errorResult is a non-success outcome as an isError result with the six-field shape.
+func errorResult(o runtime.Outcome, callID string, meta mcp.Meta) *mcp.CallToolResult {
+	if o.Status == runtime.OutcomeSucceeded || !o.Status.Known() || o.Message == "" {
+		// A success without a result, or an outcome that is not one of the table's:
+		// never invent text, report the platform's fault.
+		o = runtime.NewOutcome(runtime.ReasonInternalError, callID)
+		meta[MetaStatus] = string(o.Status)
+	}
+	shape := outcomeShape{
+		Status: o.Status, ReasonCode: o.ReasonCode, Message: o.Message,
+		Retryable: o.Retryable, CallID: callID,
+	}
+	retry := "not retryable"
+	if o.Retryable {
+		retry = "retryable"
+	}
+	content := []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("%s (%s, %s): %s", o.ReasonCode, o.Status, retry, o.Message),
+		Meta: mcp.Meta{MetaTrust: string(runtime.TrustSystem)},
+	}}
+	if d := o.ExternalDetail; d != nil {
+		// Always external_untrusted and already enveloped by the runtime.
+		shape.ExternalDetail = &itemShape{Type: d.Type, Text: d.Text, MIMEType: d.MIMEType, Trust: runtime.TrustExternalUntrusted}
+		content = append(content, textItem(runtime.Item{Text: d.Text, MIMEType: d.MIMEType, Trust: runtime.TrustExternalUntrusted}))
+	}
+	return &mcp.CallToolResult{IsError: true, Content: content, StructuredContent: shape, Meta: meta}
+}
+
+// holdProgress turns an approval hold's observations into notifications/progress. The
+// observer runs on the pipeline's goroutine and must not block: it hands a
+// notification to a sender goroutine, dropping it when the sender is still busy with
+// the previous one. Progress strictly increases, as MCP requires.
+type holdProgress struct {
+	ch       chan *mcp.ProgressNotificationParams
+	done     chan struct{}
+	token    any
+	interval time.Duration
+	sent     bool // only touched by observe (the pipeline's goroutine)
+	last     time.Duration
+}
+
+func (s *Server) newHoldProgress(ctx context.Context, ss *mcp.ServerSession, token any) *holdProgress {
+	hp := &holdProgress{
+		ch:       make(chan *mcp.ProgressNotificationParams, 1),
+		done:     make(chan struct{}),
+		token:    token,
+		interval: s.opts.ProgressInterval,
+	}
+	go func() {
+		defer close(hp.done)
+		for p := range hp.ch {
+			// The request's ctx routes the notification to the request's stream (HTTP).
+			if err := ss.NotifyProgress(ctx, p); err != nil {
+				s.log.Debug("mcp/server: progress notification not sent", "error", err)
+			}
+		}
+	}()
+	return hp
+}
+
+func (hp *holdProgress) observe(waited, bound time.Duration) {
+	if hp.sent && (waited <= hp.last || waited-hp.last < hp.interval) {
+		return
+	}
+	p := &mcp.ProgressNotificationParams{
+		ProgressToken: hp.token,
+		Progress:      waited.Seconds(),
+		Total:         bound.Seconds(),
+		Message:       HoldProgressMessage,
+	}
+	select {
+	case hp.ch <- p:
+		hp.sent, hp.last = true, waited
+	default: // the previous notification is still being written
+	}
+}
+
+// close stops the sender after it has written what it holds.
+func (hp *holdProgress) close() {
+	close(hp.ch)
+	<-hp.done
+}

@@ -1,0 +1,126 @@
+// Package server serves the tool registry to agents over MCP (DESIGN.md MCP-9), on
+// stdio and on Streamable HTTP, with github.com/modelcontextprotocol/go-sdk. It adds
+// no judgement of its own: every tools/call goes through [runtime.Pipeline.Execute],
+// and tools/list is a courtesy view of what the pipeline would accept.
+//
+// # Names, lists and modes (SPEC-1, WF-3, WF-4, MCP-7)
+//
+// A tool is served under its wire name, the registry name with "." replaced by "__"
+// (internal/names.Wire): workspace.write_text is workspace__write_text. tools/list
+// shows, for each session, the tools of the session's pinned catalog
+// ([runtime.Registry.Tools]) that its active mode holds ([runtime.ModeResolver]);
+// without a resolver, the whole pinned catalog. A tools/call for any other name — a
+// tool of another mode, an unknown or withdrawn name, a registry name with dots — is
+// still sent to the pipeline, which answers denied/not_in_mode, denied/unknown_tool or
+// unavailable/tool_withdrawn: the pipeline is the judge, the list is a courtesy.
+//
+// Per-session lists are made by receiving middleware on one *mcp.Server, not by one
+// *mcp.Server per session, because:
+//
+//   - the list is computed from the registry pin and the mode resolver at each
+//     tools/list, so it is never a second, stale copy of catalog × mode that would have
+//     to be re-synchronised when a session's mode changes mid-session;
+//   - the SDK answers a tools/call for a name not registered on its Server with a
+//     JSON-RPC error before any handler runs: that would be a second judge in front of
+//     the pipeline. The middleware sends every tools/call name to the pipeline;
+//   - StreamableHTTPHandler calls its getServer callback on every HTTP request, before
+//     the session is known, so a server per session would need a side table keyed by
+//     Mcp-Session-Id with its own lifecycle;
+//   - Server.AddTool panics on an input schema whose top-level type is not "object";
+//     this package never calls it. Schemas are sanitized for listing instead: a
+//     missing schema or type becomes {"type":"object"}, a type list holding "object"
+//     becomes "object", and a tool whose schema cannot describe an object (invalid
+//     JSON, another type) is left out of the list with a warning — it stays callable
+//     by name, and the pipeline validates its arguments.
+//
+// The cost: no automatic notifications/tools/list_changed (the tools capability says
+// listChanged false; a client re-lists after a mode change).
+//
+// # The identity of a call (RT-5, 1b words)
+//
+// MCP clients carry no run, step or call ids. The rule: a tools/call takes them from
+// the request's _meta when the client sends them — io.toolgen/session_id,
+// io.toolgen/run_id, io.toolgen/step (an integer >= 0, or a string of decimal digits,
+// since some clients can only send strings) and io.toolgen/call_id (strings of 1 to
+// 256 bytes). Each missing one has a default: the session id is the MCP session (the
+// HTTP Mcp-Session-Id; for a connection served by [Server.Serve] or
+// [Server.ServeStdio], Options.SessionID or else a random id per connection); the run
+// id is the session id; the step is 0; the call id is derived from the content,
+// [DerivedCallID]: "auto-" + the first 16 hex digits of SHA-256(registry tool name +
+// canonical JSON of the arguments), where absent or null arguments count as {}.
+// tools/list honours io.toolgen/session_id the same way. A malformed id is a JSON-RPC
+// invalid-params error: it is the client's protocol mistake, not a call.
+//
+// Consequence: without _meta ids, the same call with the same arguments in the same
+// session is the same call (the same idempotency key). A retry finds its recorded
+// outcome, or its pending approval and the decision on it (POL-3), and does not run
+// again once an outcome is recorded; a call with other arguments has another key and
+// can never consume this one's approval. A client that wants two distinct identical
+// calls sends call ids. A client that retries on a new connection (a new MCP session)
+// sends io.toolgen/session_id or io.toolgen/run_id (the derived call id does not
+// depend on the connection), or the retry is a new call.
+//
+// # Trust (RT-6)
+//
+// An MCP client is not a verified source of provenance, so arguments carry
+// argument_trust external_untrusted and the request's context counts as
+// external_untrusted (origin_trust): unknown provenance is external_untrusted, and no
+// _meta claim raises it. POL-1 then holds writes of risk medium or more and every
+// high-risk call for approval unless an operator allow_when rule waives it.
+//
+// Results carry their labels: the result's _meta io.toolgen/trust, and each content
+// item's _meta io.toolgen/trust. The pipeline has already wrapped external_untrusted
+// text in a trust envelope a model can see (step 12); this package never wraps again.
+//
+// # Results (RT-7, RT-9, RT-11)
+//
+// A non-success outcome is a result with isError true, text content
+// "reason_code (status, retryable|not retryable): message" (plus the enveloped
+// external_detail as a second item), and structuredContent the six-field object
+// {status, reason_code, message, retryable, call_id, external_detail}. A store failure
+// (Execute returned an error) is logged and reported as failed/internal_error, with no
+// internal text. A success carries the tool's content items as text and, as
+// structuredContent, the tool's structured result when the pipeline kept it whole and it
+// is a JSON object. An over-budget result (RT-9) has its structured value moved to an
+// artifact by the pipeline: structuredContent is then absent — never a cut JSON
+// pretending to be whole — and the artifact references are in _meta
+// io.toolgen/artifacts. Because MCP requires structuredContent from a tool that
+// declares an outputSchema, outputSchema is advertised only for tools whose results can
+// never be excerpted (no output budget), are not suspending control tools, and whose
+// output schema is an object; otherwise the schema is in the tool's _meta
+// io.toolgen/output_schema. A suspended control call (RT-11) is a success whose text
+// says the run waits for input, with the resume token in _meta io.toolgen/suspended.
+// Every result's _meta echoes the ids the call ran under (io.toolgen/session_id, run_id,
+// step, call_id) and its io.toolgen/status; io.toolgen/replayed marks a recorded
+// outcome returned by step 8.
+//
+// # Approval hold (POL-3)
+//
+// A call held for approval blocks in the pipeline for at most its bound. When the
+// request carries a progressToken, the hold is reported as notifications/progress
+// (progress = seconds waited, total = the bound in seconds, message "waiting for
+// approval"), so a client sees the call is alive; past the bound it ends
+// unavailable/approval_pending (retryable). The retry of the same call finds the
+// approver's decision.
+//
+// # Transports
+//
+// [Server.HTTPHandler] serves Streamable HTTP at [Endpoint] ("/mcp") and nothing else,
+// stateful (one MCP session per Mcp-Session-Id, idle sessions closed after
+// Options.HTTPSessionTimeout), with the SDK's DNS-rebinding protection on: a request
+// that reached a loopback address with a Host header that is not loopback is refused
+// 403. A request body is bounded by Options.MaxMessageBytes.
+//
+// [Server.ServeStdio] serves one newline-delimited connection (a process's stdin and
+// stdout). The SDK's stdio transport ends the connection at the first line it cannot
+// decode; ServeStdio puts a line guard in front of it, so a line that is not JSON
+// (-32700), not a JSON-RPC message or longer than Options.MaxMessageBytes (-32600) is
+// answered with a JSON-RPC error and the connection goes on. [Server.Serve] serves any
+// other mcp.Transport (in-memory, a custom pipe) as it is.
+//
+// # Imports
+//
+// server imports runtime, internal/names and the go-sdk. It must never import a store
+// driver (runtime/store/sqlite, runtime/store/postgres), codegen, cmd, or mcp/upstream:
+// the host (cmd/toolrun) assembles the pipeline and hands it over.
+package server

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/runtime"
+)
+
+// The _meta keys of toolgen, on requests (the ids of a call) and on results.
+const (
+	MetaSessionID = "io.toolgen/session_id"
+	MetaRunID     = "io.toolgen/run_id"
+	MetaStep      = "io.toolgen/step"
+	MetaCallID    = "io.toolgen/call_id"
+
+	MetaStatus       = "io.toolgen/status"
+	MetaTrust        = "io.toolgen/trust"
+	MetaMIMEType     = "io.toolgen/mime_type"
+	MetaReplayed     = "io.toolgen/replayed"
+	MetaArtifacts    = "io.toolgen/artifacts"
+	MetaSuspended    = "io.toolgen/suspended"
+	MetaMode         = "io.toolgen/mode"
+	MetaName         = "io.toolgen/name"
+	MetaOutputSchema = "io.toolgen/output_schema"
+)
+
+// MaxIDBytes bounds an id sent in _meta.
+const MaxIDBytes = 256
+
+// maxStep bounds io.toolgen/step (it is an int everywhere, and an int64 in the key).
+const maxStep = math.MaxInt32
+
+// identity is who a call is, in the words of DESIGN.md 1b.
+type identity struct {
+	SessionID string
+	RunID     string
+	Step      int
+	CallID    string
+}
+
+// DerivedCallID is the call id of a call whose client sent none: "auto-" + the first
+// 16 hex digits of SHA-256(tool + canonical JSON of args), tool being the registry
+// name. Absent, empty or null arguments count as {}, as the pipeline reads them.
+// Arguments that are not canonical JSON (the pipeline denies them invalid_arguments)
+// are hashed as they are.
+func DerivedCallID(tool string, args json.RawMessage) string {
+	raw := bytes.TrimSpace(args)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	if canon, err := runtime.CanonicalJSON(raw); err == nil {
+		raw = canon
+	}
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write(raw)
+	return "auto-" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// sessionOf is the session a request belongs to: _meta io.toolgen/session_id, else the
+// connection's default (Serve), else the MCP session id (HTTP Mcp-Session-Id).
+func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {
+	id, ok, err := metaID(meta, MetaSessionID)
+	if err != nil || ok {
+		return id, err
+	}
+	if id, _ := ctx.Value(connSessionKey{}).(string); id != "" {
+		return id, nil
+	}
+	if ss != nil {
+		if id := ss.ID(); id != "" {
+			return id, nil
+		}
+	}
+	return "", invalidParams("this connection carries no session id; send _meta %q", MetaSessionID)
+}
+
+// identityOf applies the ids rule (doc.go) to a tools/call.
+func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tool string, args json.RawMessage) (identity, error) {
+	var id identity
+	var err error
+	if id.SessionID, err = s.sessionOf(ctx, ss, meta); err != nil {
+		return id, err
+	}
+	run, ok, err := metaID(meta, MetaRunID)
+	if err != nil {
+		return id, err
+	}
+	id.RunID = id.SessionID
+	if ok {
+		id.RunID = run
+	}
+	if id.Step, err = metaStep(meta); err != nil {
+		return id, err
+	}
+	call, ok, err := metaID(meta, MetaCallID)
+	if err != nil {
+		return id, err
+	}
+	id.CallID = DerivedCallID(tool, args)
+	if ok {
+		id.CallID = call
+	}
+	return id, nil
+}
+
+// metaID reads a string id from _meta: absent is (ok false); present, it must be a
+// string of 1 to MaxIDBytes bytes of valid UTF-8.
+func metaID(meta mcp.Meta, key string) (string, bool, error) {
+	v, present := meta[key]
+	if !present {
+		return "", false, nil
+	}
+	s, isString := v.(string)
+	if !isString || s == "" || len(s) > MaxIDBytes || !utf8.ValidString(s) {
+		return "", false, invalidParams("_meta %q must be a non-empty UTF-8 string of at most %d bytes", key, MaxIDBytes)
+	}
+	return s, true, nil
+}
+
+// metaStep reads io.toolgen/step: an integer in [0, MaxInt32], as a JSON number or a
+// string of decimal digits; absent is 0.
+func metaStep(meta mcp.Meta) (int, error) {
+	v, present := meta[MetaStep]
+	if !present {
+		return 0, nil
+	}
+	bad := invalidParams("_meta %q must be an integer from 0 to %d (a number or a string of digits)", MetaStep, maxStep)
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case json.Number:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return 0, bad
+		}
+		f = float64(i)
+	case string:
+		if n == "" || len(n) > 10 {
+			return 0, bad
+		}
+		for _, c := range n {
+			if c < '0' || c > '9' {
+				return 0, bad
+			}
+		}
+		i, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			return 0, bad
+		}
+		f = float64(i)
+	default:
+		return 0, bad
+	}
+	if f != math.Trunc(f) || f < 0 || f > maxStep {
+		return 0, bad
+	}
+	return int(f), nil
+}

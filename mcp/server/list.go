@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/internal/names"
+	"github.com/toolgen/toolgen/runtime"
+)
+
+// listTools answers tools/list: the session's pinned catalog, filtered by its active
+// mode, as wire tools, sorted by wire name, paginated.
+func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	var meta mcp.Meta
+	var cursor string
+	if req.Params != nil {
+		meta, cursor = req.Params.Meta, req.Params.Cursor
+	}
+	session, err := s.sessionOf(ctx, req.Session, meta)
+	if err != nil {
+		return nil, err
+	}
+	tools, mode, err := s.visibleTools(ctx, session)
+	if err != nil {
+		s.log.Error("mcp/server: tools/list: active mode", "session_id", session, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session's active mode could not be read"}
+	}
+	start := 0
+	if cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil {
+			return nil, invalidParams("invalid tools/list cursor")
+		}
+		start, _ = slices.BinarySearchFunc(tools, string(after), func(t *mcp.Tool, name string) int {
+			return strings.Compare(t.Name, name)
+		})
+		if start < len(tools) && tools[start].Name == string(after) {
+			start++
+		}
+	}
+	end := start + min(s.opts.PageSize, len(tools)-start)
+	res := &mcp.ListToolsResult{Tools: append([]*mcp.Tool{}, tools[start:end]...)}
+	if end < len(tools) {
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(tools[end-1].Name))
+	}
+	// The list is this session's and changes with its mode: private, never fresh.
+	res.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+	res.Meta = mcp.Meta{MetaSessionID: session}
+	if mode != "" {
+		res.Meta[MetaMode] = mode
+	}
+	return res, nil
+}
+
+// visibleTools is the wire list of a session: pinned catalog ∩ active mode (WF-3).
+func (s *Server) visibleTools(ctx context.Context, session string) ([]*mcp.Tool, string, error) {
+	var out []*mcp.Tool
+	var mode string
+	for _, spec := range s.opts.Registry.Tools(session) {
+		if s.opts.Modes != nil {
+			m, in, err := s.opts.Modes.ActiveMode(ctx, session, spec.Name)
+			if err != nil {
+				return nil, "", fmt.Errorf("active mode of %s: %w", spec.Name, err)
+			}
+			mode = m
+			if !in {
+				continue
+			}
+		}
+		if t := s.tools.wire(spec, s); t != nil {
+			out = append(out, t)
+		}
+	}
+	// Registry order is by registry name; the wire order may differ ("_" sorts after
+	// "."), and pagination needs the wire order.
+	slices.SortFunc(out, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out, mode, nil
+}
+
+// toolCache keeps the wire form of each pinned definition: specs are immutable once
+// registered, so the pointer names the definition.
+type toolCache struct {
+	m sync.Map // *runtime.ToolSpec -> *mcp.Tool (nil when the tool cannot be listed)
+}
+
+type wireEntry struct{ tool *mcp.Tool }
+
+func (c *toolCache) wire(spec *runtime.ToolSpec, s *Server) *mcp.Tool {
+	if e, ok := c.m.Load(spec); ok {
+		return e.(wireEntry).tool
+	}
+	t := s.wireTool(spec)
+	c.m.Store(spec, wireEntry{t})
+	return t
+}
+
+// wireTool is the MCP form of a spec, or nil (logged) when its input schema cannot
+// describe an object.
+func (s *Server) wireTool(spec *runtime.ToolSpec) *mcp.Tool {
+	in, why := objectSchema(spec.InputSchema)
+	if why != "" {
+		s.log.Warn("mcp/server: tool left out of tools/list: its input schema "+why+"; it stays callable by name",
+			"tool", spec.Name)
+		return nil
+	}
+	meta := mcp.Meta{
+		MetaName:                  spec.Name,
+		"io.toolgen/version":      spec.Version,
+		"io.toolgen/side_effect":  string(spec.SideEffect),
+		"io.toolgen/idempotency":  string(spec.Idempotency),
+		"io.toolgen/risk":         string(spec.Risk),
+		"io.toolgen/output_trust": string(spec.OutputTrust),
+	}
+	if spec.SchemaSHA256 != "" {
+		meta["io.toolgen/schema_sha256"] = spec.SchemaSHA256
+	}
+	t := &mcp.Tool{
+		Name:        names.Wire(spec.Name),
+		Description: spec.Description,
+		InputSchema: in,
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:   spec.SideEffect != runtime.SideEffectWrite,
+			IdempotentHint: spec.Idempotency == runtime.Idempotent,
+		},
+		Meta: meta,
+	}
+	if names.Reserved(spec.Name) {
+		open := true // an adapter's tool reaches a system outside this platform
+		t.Annotations.OpenWorldHint = &open
+	}
+	if out := bytes.TrimSpace(spec.OutputSchema); len(out) > 0 && json.Valid(out) {
+		if advertiseOutputSchema(spec) {
+			t.OutputSchema = json.RawMessage(out)
+		} else {
+			meta[MetaOutputSchema] = json.RawMessage(out)
+		}
+	}
+	return t
+}
+
+// advertiseOutputSchema reports whether every success of the tool carries its whole
+// structured result, as MCP requires of a tool that declares an outputSchema: no output
+// budget (an excerpted result has none, RT-9), not a suspending control tool (its reply
+// is not its result, RT-11), and an object schema (structuredContent is an object).
+func advertiseOutputSchema(spec *runtime.ToolSpec) bool {
+	if spec.OutputMaxBytes > 0 || spec.Suspends {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(spec.OutputSchema, &m) != nil {
+		return false
+	}
+	var typ string
+	return json.Unmarshal(m["type"], &typ) == nil && typ == "object"
+}
+
+// objectSchema returns the input schema to advertise: raw when its top-level type is
+// "object"; {"type":"object"} for no schema; the schema with type "object" when it had
+// no type or a type list holding "object" (the arguments of a call are always an
+// object). why is set when the schema cannot describe an object.
+func objectSchema(raw json.RawMessage) (schema json.RawMessage, why string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return json.RawMessage(`{"type":"object"}`), ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // re-encoding keeps every number as written
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil || dec.More() {
+		return nil, "is not a JSON object"
+	}
+	switch t := m["type"].(type) {
+	case string:
+		if t == "object" {
+			return raw, ""
+		}
+		return nil, fmt.Sprintf("has type %q, not \"object\"", t)
+	case nil:
+		if _, present := m["type"]; present {
+			return nil, "has type null, not \"object\""
+		}
+	case []any:
+		if !slices.Contains(t, any("object")) {
+			return nil, "has a type list without \"object\""
+		}
+	default:
+		return nil, "has a type that is not a string"
+	}
+	m["type"] = "object"
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, "cannot be re-encoded"
+	}
+	return b, ""
+}
