@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
@@ -643,8 +644,13 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 		detail, reason := "the tool reported a failure without detail", ReasonToolFailure
 		if res.Failure != nil {
 			detail = res.Failure.Code + ": " + res.Failure.Message
-			// A failure the tool calls retryable is reported so only when a retry is safe.
-			if res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)) {
+			switch {
+			case res.Failure.Code == string(ReasonInputRequestDeclined) && names.Reserved(c.spec.Name):
+				// MCP-6: an adapter declined the server's request for input (sampling,
+				// roots, elicitation); only an adapter's tool can claim this reason.
+				reason = ReasonInputRequestDeclined
+			case res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)):
+				// A failure the tool calls retryable is reported so only when a retry is safe.
 				reason = ReasonToolFailureRetryable
 			}
 		}

@@ -750,3 +750,21 @@ func TestRegistry_ForceEpochServerRepinsOnlyThatServer(t *testing.T) {
 		t.Error("a catalog handed out before the epoch was mutated")
 	}
 }
+
+// TestExecute_OnlyAnAdapterEndsInputRequestDeclined: the reason MCP-6 needs is granted
+// to an adapter's tool; a builtin naming the code in its failure stays tool_failure.
+func TestExecute_OnlyAnAdapterEndsInputRequestDeclined(t *testing.T) {
+	adapter := newTestTool("mcp.srv.ask", runtime.SideEffectRead, runtime.Idempotent)
+	builtin := newTestTool("demo.ask", runtime.SideEffectRead, runtime.Idempotent)
+	for _, tool := range []*testTool{adapter, builtin} {
+		tool.run = func(context.Context, *runtime.ExecContext, json.RawMessage) (runtime.ToolResult, error) {
+			return runtime.ToolResult{Failure: &runtime.ToolFailure{Code: "input_request_declined", Message: "sampling"}}, nil
+		}
+	}
+	h := newHarness(t, runtime.Config{}, builtin)
+	if err := h.reg.RegisterAdapter("mcp", adapter); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.exec(h.call("mcp.srv.ask", "c1", `{}`)), runtime.OutcomeFailed, runtime.ReasonInputRequestDeclined)
+	wantStatus(t, h.exec(h.call("demo.ask", "c2", `{}`)), runtime.OutcomeFailed, runtime.ReasonToolFailure)
+}

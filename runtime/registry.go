@@ -123,6 +123,9 @@ func (r *Registry) add(t Tool, adapter bool) error {
 // Replace swaps the definition of a registered tool (an upstream catalog change).
 // Sessions that pinned the old definition keep refusing it as tool_changed.
 func (r *Registry) Replace(t Tool) error {
+	if names.Reserved(t.Spec().Name) {
+		t.Spec().OutputTrust = TrustExternalUntrusted // as RegisterAdapter does (RT-6)
+	}
 	r.mu.Lock()
 	delete(r.tools, t.Spec().Name)
 	r.mu.Unlock()
