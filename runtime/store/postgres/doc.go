@@ -15,8 +15,12 @@
 //     applied by [Open] under an advisory lock.
 //   - JSON columns are json, not jsonb, so args and outcomes come back byte for byte.
 //
-// Connections come from a small bounded pool of pgx connections (pool.go) until
-// go.mod carries pgxpool's dependency (github.com/jackc/puddle/v2).
+// Statements run on a bounded pgxpool (pool.go), prepared and cached per connection
+// (pgx's default exec mode). The hot path is kept close to a bare pgx loop: the SQL
+// is written with @name parameters (queries.go) but compiled once, at init, to $n
+// with a fixed argument order, so no call rewrites SQL or builds a map; and
+// invocation rows are decoded from their wire bytes (scan.go) rather than through
+// pgx's per-statement scan plans.
 //
 // This package must never import runtime, spec, codegen or mcp — only runtime/store.
 package postgres

@@ -7,10 +7,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pool is pgxpool with the one call shape the store uses: run fn on a connection of
-// its own. pgxpool resets a connection left inside a transaction or broken before it
-// is reused.
-type pool struct{ p *pgxpool.Pool }
+// pool is pgxpool. The store's statements use its Query, QueryRow and Exec, each on
+// a connection acquired for the statement (released when its rows are closed);
+// migrations use do, to run several statements on one connection. pgxpool resets a
+// connection left inside a transaction or broken before it is reused.
+type pool struct{ *pgxpool.Pool }
 
 func newPool(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) (*pool, error) {
 	pc, err := pgxpool.ParseConfig("")
@@ -23,11 +24,10 @@ func newPool(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) (*pool, err
 	if err != nil {
 		return nil, err
 	}
-	return &pool{p: p}, nil
+	return &pool{p}, nil
 }
 
+// do runs fn on a connection of its own.
 func (p *pool) do(ctx context.Context, fn func(conn *pgx.Conn) error) error {
-	return p.p.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return fn(c.Conn()) })
+	return p.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return fn(c.Conn()) })
 }
-
-func (p *pool) close() { p.p.Close() }

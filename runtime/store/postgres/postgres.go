@@ -1,12 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,7 +67,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{pool: pl, schema: o.schema}
 	if err := s.migrateUp(ctx); err != nil {
-		s.pool.close()
+		s.pool.Close()
 		return nil, err
 	}
 	return s, nil
@@ -74,65 +75,67 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 
 // Close closes the pool's connections.
 func (s *Store) Close() error {
-	s.pool.close()
+	s.pool.Close()
 	return nil
 }
 
-// queryRow runs one statement and scans its single row.
-func (s *Store) queryRow(ctx context.Context, query string, args pgx.NamedArgs, dest ...any) error {
-	return s.pool.do(ctx, func(conn *pgx.Conn) error {
-		return mapErr(conn.QueryRow(ctx, query, args).Scan(dest...))
-	})
+// The statements run on the pool directly (pgxpool acquires a connection per
+// statement and releases it when the statement's rows are closed), with positional
+// arguments: see query.
+
+// queryRow runs one statement returning one row; its Scan maps errors (mapErr).
+func (s *Store) queryRow(ctx context.Context, q query, args ...any) row {
+	return row{s.pool.QueryRow(ctx, q.sql, args...)}
 }
+
+type row struct{ pgx.Row }
+
+func (r row) Scan(dest ...any) error { return mapErr(r.Row.Scan(dest...)) }
 
 // exec runs one statement and returns the number of rows it wrote.
-func (s *Store) exec(ctx context.Context, query string, args pgx.NamedArgs) (int64, error) {
-	var n int64
-	err := s.pool.do(ctx, func(conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, query, args)
-		n = tag.RowsAffected()
-		return mapErr(err)
-	})
-	return n, err
+func (s *Store) exec(ctx context.Context, q query, args ...any) (int64, error) {
+	tag, err := s.pool.Exec(ctx, q.sql, args...)
+	return tag.RowsAffected(), mapErr(err)
 }
 
-func (s *Store) exists(ctx context.Context, query string, args pgx.NamedArgs) (bool, error) {
+func (s *Store) exists(ctx context.Context, q query, args ...any) (bool, error) {
 	var ok bool
-	err := s.queryRow(ctx, query, args, &ok)
+	err := s.queryRow(ctx, q, args...).Scan(&ok)
 	return ok, err
 }
 
-func (s *Store) invocation(ctx context.Context, query string, args pgx.NamedArgs) (*store.Invocation, error) {
-	var inv *store.Invocation
-	err := s.pool.do(ctx, func(conn *pgx.Conn) error {
-		var err error
-		inv, err = scanInvocation(conn.QueryRow(ctx, query, args))
-		return err
-	})
-	return inv, err
-}
-
-func (s *Store) invocations(ctx context.Context, query string, args pgx.NamedArgs) ([]*store.Invocation, error) {
-	var out []*store.Invocation
-	err := s.pool.do(ctx, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, query, args)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			inv, err := scanInvocation(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, inv)
-		}
-		return rows.Err()
-	})
+// invocation runs a statement returning at most one invocation: ErrNotFound if none.
+func (s *Store) invocation(ctx context.Context, q query, args ...any) (*store.Invocation, error) {
+	invs, err := s.invocations(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(invs) == 0 {
+		return nil, store.ErrNotFound
+	}
+	return invs[0], nil
+}
+
+// invocations runs a statement returning invocations (invocationColumns), in id order.
+func (s *Store) invocations(ctx context.Context, q query, args ...any) ([]*store.Invocation, error) {
+	rows, err := s.pool.Query(ctx, q.sql, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []*store.Invocation
+	for rows.Next() {
+		inv, err := decodeInvocation(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inv)
+	}
+	rows.Close() // a write's errors (a unique violation) come with its completion
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	slices.SortFunc(out, func(a, b *store.Invocation) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -143,19 +146,15 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	var owner, leaseUS any
+	var owner, leaseUS any // NULL unless RUNNING
 	attempt := 0
 	if p.Status == store.StatusRunning {
 		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
 	}
-	inv, err := s.invocation(ctx, invocationInsertSQL, pgx.NamedArgs{
-		"key": p.Key, "tenant": p.Tenant, "principal": p.Principal, "session_id": p.SessionID, "run_id": p.RunID,
-		"step_number": p.Step, "call_id": p.CallID, "tool": p.Tool, "tool_version": p.ToolVersion,
-		"idempotency": p.Idempotency, "idempotent_when": p.IdempotentWhen, "args": nullJSON(p.Args),
-		"args_hash": p.ArgsHash, "origin_trust": p.OriginTrust, "argument_trust": p.ArgumentTrust, "mode": p.Mode,
-		"decision": p.Decision, "status": string(p.Status), "reason_code": p.ReasonCode, "outcome": nullJSON(p.Outcome),
-		"lease_owner": owner, "lease_us": leaseUS, "attempt": attempt,
-	})
+	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
+		p.Step, p.CallID, p.Tool, p.ToolVersion, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
+		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status), p.ReasonCode, nullJSON(p.Outcome),
+		owner, leaseUS, attempt)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err == nil, err
 	}
@@ -166,25 +165,25 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {
-	return s.invocation(ctx, invocationGetSQL, pgx.NamedArgs{"id": id})
+	return s.invocation(ctx, invocationGet, id)
 }
 
 func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
-	return s.invocation(ctx, invocationGetByKeySQL, pgx.NamedArgs{"key": key})
+	return s.invocation(ctx, invocationGetByKey, key)
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
 	if token == "" {
 		return nil, store.ErrNotFound
 	}
-	return s.invocation(ctx, invocationGetByResumeTokenSQL, pgx.NamedArgs{"token": token})
+	return s.invocation(ctx, invocationGetByResumeToken, token)
 }
 
 func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
 	if err := store.ValidateLease(owner, lease); err != nil {
 		return nil, err
 	}
-	inv, err := s.invocation(ctx, invocationClaimIfPendingSQL, pgx.NamedArgs{"id": id, "owner": owner, "lease_us": lease.Microseconds()})
+	inv, err := s.invocation(ctx, invocationClaimIfPending, id, owner, lease.Microseconds())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, s.conflictIfExists(ctx, id)
 	}
@@ -195,11 +194,11 @@ func (s *Store) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fe
 	if token == "" {
 		return fmt.Errorf("%w: watermark without a token", store.ErrInvalid)
 	}
-	n, err := s.exec(ctx, invocationMarkEffectSentIfLeasedSQL, fenceArgs(f, pgx.NamedArgs{"token": token}))
+	n, err := s.exec(ctx, invocationMarkEffectSentIfLeased, f.ID, f.Owner, f.Attempt, token)
 	if err != nil || n == 1 {
 		return err
 	}
-	holds, err := s.exists(ctx, invocationFenceHoldsSQL, fenceArgs(f, nil))
+	holds, err := s.exists(ctx, invocationFenceHolds, f.ID, f.Owner, f.Attempt)
 	if err != nil {
 		return err
 	}
@@ -213,11 +212,12 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 	if err := st.Validate(); err != nil {
 		return err
 	}
-	n, err := s.exec(ctx, invocationSettleIfLeasedSQL, fenceArgs(f, settlementArgs(st)))
+	n, err := s.exec(ctx, invocationSettleIfLeased, f.ID, f.Owner, f.Attempt,
+		string(st.Status), st.ReasonCode, nullJSON(st.Outcome), st.WatermarkMissing)
 	if err != nil || n == 1 {
 		return err
 	}
-	done, err := s.exists(ctx, invocationSettledByFenceSQL, fenceArgs(f, pgx.NamedArgs{"status": string(st.Status)}))
+	done, err := s.exists(ctx, invocationSettledByFence, f.ID, f.Owner, f.Attempt, string(st.Status))
 	if err != nil || done {
 		return err // lost ack: already settled by this fence
 	}
@@ -225,11 +225,11 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 }
 
 func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
-	n, err := s.exec(ctx, invocationReleaseIfLeasedSQL, fenceArgs(f, pgx.NamedArgs{}))
+	n, err := s.exec(ctx, invocationReleaseIfLeased, f.ID, f.Owner, f.Attempt)
 	if err != nil || n == 1 {
 		return err
 	}
-	done, err := s.exists(ctx, invocationReleasedAtSQL, fenceArgs(f, pgx.NamedArgs{}))
+	done, err := s.exists(ctx, invocationReleasedAt, f.ID, f.Attempt)
 	if err != nil || done {
 		return err // lost ack: already released at this attempt
 	}
@@ -241,11 +241,11 @@ func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, re
 		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)
 	}
 	// a token held by another row is a unique violation: ErrConflict
-	n, err := s.exec(ctx, invocationSuspendIfLeasedSQL, fenceArgs(f, pgx.NamedArgs{"resume_token": resumeToken, "outcome": nullJSON(outcome)}))
+	n, err := s.exec(ctx, invocationSuspendIfLeased, f.ID, f.Owner, f.Attempt, resumeToken, nullJSON(outcome))
 	if err != nil || n == 1 {
 		return err
 	}
-	done, err := s.exists(ctx, invocationSuspendedByFenceSQL, fenceArgs(f, pgx.NamedArgs{"resume_token": resumeToken}))
+	done, err := s.exists(ctx, invocationSuspendedByFence, f.ID, f.Owner, f.Attempt, resumeToken)
 	if err != nil || done {
 		return err // lost ack: already suspended by this fence with this token
 	}
@@ -256,13 +256,12 @@ func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st sto
 	if err := st.Validate(); err != nil {
 		return nil, err
 	}
-	args := settlementArgs(st)
-	args["resume_token"] = resumeToken
-	inv, err := s.invocation(ctx, invocationResumeSQL, args)
+	inv, err := s.invocation(ctx, invocationResume, resumeToken,
+		string(st.Status), st.ReasonCode, nullJSON(st.Outcome), st.WatermarkMissing)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err
 	}
-	taken, err := s.exists(ctx, invocationResumeTokenTakenSQL, pgx.NamedArgs{"resume_token": resumeToken})
+	taken, err := s.exists(ctx, invocationResumeTokenTaken, resumeToken)
 	if err != nil {
 		return nil, err
 	}
@@ -276,13 +275,13 @@ func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, lease t
 	if err := store.ValidateLease(owner, lease); err != nil {
 		return 0, err
 	}
-	n, err := s.exec(ctx, invocationRenewLeasesSQL, pgx.NamedArgs{"owner": owner, "lease_us": lease.Microseconds()})
+	n, err := s.exec(ctx, invocationRenewLeases, owner, lease.Microseconds())
 	return int(n), err
 }
 
 func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
 	p = p.WithDefaults()
-	invs, err := s.invocations(ctx, invocationSweepSQL, pgx.NamedArgs{"limit": p.Limit, "max_attempts": p.MaxAttempts})
+	invs, err := s.invocations(ctx, invocationSweep, p.Limit, p.MaxAttempts)
 	if err != nil {
 		return nil, err
 	}
@@ -290,18 +289,18 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 }
 
 func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return s.invocations(ctx, invocationListRetryableSQL, pgx.NamedArgs{"limit": sqlLimit(limit)})
+	return s.invocations(ctx, invocationListRetryable, sqlLimit(limit))
 }
 
 func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
-	return s.invocations(ctx, invocationListUncertainSQL, pgx.NamedArgs{"tenant": tenant})
+	return s.invocations(ctx, invocationListUncertain, tenant)
 }
 
 func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
 	if err := store.ValidateResolution(resolution, by); err != nil {
 		return nil, err
 	}
-	inv, err := s.invocation(ctx, invocationResolveUncertainSQL, pgx.NamedArgs{"id": id, "resolution": resolution, "resolved_by": by})
+	inv, err := s.invocation(ctx, invocationResolveUncertain, id, resolution, by)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, s.conflictIfExists(ctx, id)
 	}
@@ -310,8 +309,7 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	err := s.queryRow(ctx, invocationBreakerCountsSQL, pgx.NamedArgs{"run_id": runID, "args_hash": argsHash},
-		&c.Total, &c.Denied, &c.Uncertain)
+	err := s.queryRow(ctx, invocationBreakerCounts, runID, argsHash).Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }
 
@@ -319,12 +317,11 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
 	if a.Key == "" || a.DecidedBy == "" {
 		return fmt.Errorf("%w: an approval needs a key and a decider", store.ErrInvalid)
 	}
-	n, err := s.exec(ctx, approvalDecideSQL, pgx.NamedArgs{"key": a.Key, "tenant": a.Tenant, "approved": a.Approved,
-		"decided_by": a.DecidedBy, "reason": a.Reason})
+	n, err := s.exec(ctx, approvalDecide, a.Key, a.Tenant, a.Approved, a.DecidedBy, a.Reason)
 	if err != nil || n == 1 {
 		return err
 	}
-	decided, err := s.exists(ctx, approvalExistsSQL, pgx.NamedArgs{"key": a.Key})
+	decided, err := s.exists(ctx, approvalExists, a.Key)
 	if err != nil {
 		return err
 	}
@@ -336,8 +333,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
 
 func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
 	var a store.Approval
-	err := s.queryRow(ctx, approvalGetSQL, pgx.NamedArgs{"key": key},
-		&a.Key, &a.Tenant, &a.Approved, &a.DecidedBy, &a.Reason, &a.DecidedAt)
+	err := s.queryRow(ctx, approvalGet, key).Scan(&a.Key, &a.Tenant, &a.Approved, &a.DecidedBy, &a.Reason, &a.DecidedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -347,99 +343,61 @@ func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, e
 
 func (s *Store) AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error) {
 	var id int64
-	err := s.queryRow(ctx, auditAppendSQL, pgx.NamedArgs{"tenant": e.Tenant, "kind": e.Kind, "principal": e.Principal,
-		"session_id": e.SessionID, "mode": e.Mode, "tool": e.Tool, "key": e.Key, "detail": nullJSON(e.Detail)}, &id)
+	err := s.queryRow(ctx, auditAppend, e.Tenant, e.Kind, e.Principal, e.SessionID, e.Mode, e.Tool, e.Key,
+		nullJSON(e.Detail)).Scan(&id)
 	return id, err
 }
 
 func (s *Store) AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]store.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, auditList.sql, afterID, tenant, sqlLimit(limit))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
 	var out []store.AuditEntry
-	err := s.pool.do(ctx, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, auditListSQL, pgx.NamedArgs{"tenant": tenant, "after_id": afterID, "limit": sqlLimit(limit)})
-		if err != nil {
-			return err
+	for rows.Next() {
+		var e store.AuditEntry
+		var detail []byte
+		if err := rows.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Principal, &e.SessionID, &e.Mode, &e.Tool, &e.Key, &detail, &e.At); err != nil {
+			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e store.AuditEntry
-			var detail []byte
-			if err := rows.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Principal, &e.SessionID, &e.Mode, &e.Tool, &e.Key, &detail, &e.At); err != nil {
-				return err
-			}
-			e.Detail, e.At = rawJSON(detail), e.At.UTC()
-			out = append(out, e)
-		}
-		return rows.Err()
-	})
-	return out, err
+		e.Detail, e.At = rawJSON(detail), e.At.UTC()
+		out = append(out, e)
+	}
+	return out, mapErr(rows.Err())
 }
 
 func (s *Store) CatalogHistoryAppend(ctx context.Context, c store.CatalogChange) (int64, error) {
 	var id int64
-	err := s.queryRow(ctx, catalogHistoryAppendSQL, pgx.NamedArgs{"server_id": c.ServerID, "tool": c.Tool,
-		"change": c.Change, "sha256": c.SHA256, "detail": nullJSON(c.Detail)}, &id)
+	err := s.queryRow(ctx, catalogHistoryAppend, c.ServerID, c.Tool, c.Change, c.SHA256, nullJSON(c.Detail)).Scan(&id)
 	return id, err
 }
 
 func (s *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
+	rows, err := s.pool.Query(ctx, catalogHistoryList.sql, serverID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
 	var out []store.CatalogChange
-	err := s.pool.do(ctx, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, catalogHistoryListSQL, pgx.NamedArgs{"server_id": serverID})
-		if err != nil {
-			return err
+	for rows.Next() {
+		var c store.CatalogChange
+		var detail []byte
+		if err := rows.Scan(&c.ID, &c.ServerID, &c.Tool, &c.Change, &c.SHA256, &detail, &c.At); err != nil {
+			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var c store.CatalogChange
-			var detail []byte
-			if err := rows.Scan(&c.ID, &c.ServerID, &c.Tool, &c.Change, &c.SHA256, &detail, &c.At); err != nil {
-				return err
-			}
-			c.Detail, c.At = rawJSON(detail), c.At.UTC()
-			out = append(out, c)
-		}
-		return rows.Err()
-	})
-	return out, err
+		c.Detail, c.At = rawJSON(detail), c.At.UTC()
+		out = append(out, c)
+	}
+	return out, mapErr(rows.Err())
 }
 
 // helpers
 
-func scanInvocation(row pgx.Row) (*store.Invocation, error) {
-	var (
-		inv                       store.Invocation
-		args, outcome             []byte
-		owner, resumeToken        *string
-		status                    string
-		effectSent, earlierEffect *time.Time
-		leaseExp, susp, resAt     *time.Time
-	)
-	err := row.Scan(&inv.ID, &inv.Key, &inv.Tenant, &inv.Principal, &inv.SessionID, &inv.RunID, &inv.Step, &inv.CallID,
-		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &inv.IdempotentWhen, &args, &inv.ArgsHash, &inv.OriginTrust,
-		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &status, &inv.ReasonCode, &outcome, &effectSent, &earlierEffect,
-		&inv.WatermarkMissing, &owner, &leaseExp, &inv.Attempt, &susp, &resumeToken, &inv.Resolution, &inv.ResolvedBy,
-		&resAt, &inv.CreatedAt, &inv.UpdatedAt)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	inv.Status = store.Status(status)
-	inv.Args, inv.Outcome = rawJSON(args), rawJSON(outcome)
-	if owner != nil {
-		inv.LeaseOwner = *owner
-	}
-	if resumeToken != nil {
-		inv.ResumeToken = *resumeToken
-	}
-	inv.EffectSentAt, inv.EarlierEffectSentAt = utc(effectSent), utc(earlierEffect)
-	inv.LeaseExpiresAt, inv.SuspendedAt, inv.ResolvedAt = utc(leaseExp), utc(susp), utc(resAt)
-	inv.CreatedAt, inv.UpdatedAt = inv.CreatedAt.UTC(), inv.UpdatedAt.UTC()
-	return &inv, nil
-}
-
 // conflictIfExists is the error of a guarded write that matched nothing: ErrConflict
 // if the row exists (it is in the wrong state), ErrNotFound if not.
 func (s *Store) conflictIfExists(ctx context.Context, id int64) error {
-	ok, err := s.exists(ctx, invocationExistsSQL, pgx.NamedArgs{"id": id})
+	ok, err := s.exists(ctx, invocationExists, id)
 	switch {
 	case err != nil:
 		return err
@@ -454,22 +412,12 @@ func leaseLost(f store.Fence) error {
 	return fmt.Errorf("%w: invocation %d attempt %d of %s", store.ErrLeaseLost, f.ID, f.Attempt, f.Owner)
 }
 
-func fenceArgs(f store.Fence, more pgx.NamedArgs) pgx.NamedArgs {
-	args := pgx.NamedArgs{"id": f.ID, "owner": f.Owner, "attempt": f.Attempt}
-	for k, v := range more {
-		args[k] = v
-	}
-	return args
-}
-
-func settlementArgs(st store.Settlement) pgx.NamedArgs {
-	return pgx.NamedArgs{"status": string(st.Status), "reason_code": st.ReasonCode,
-		"outcome": nullJSON(st.Outcome), "watermark_missing": st.WatermarkMissing}
-}
-
 // mapErr maps no rows to ErrNotFound and a unique violation (a concurrent writer
 // won) to ErrConflict.
 func mapErr(err error) error {
+	if err == nil {
+		return nil // before pgErr, which escapes: no allocation on success
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ErrNotFound
 	}
@@ -501,12 +449,4 @@ func sqlLimit(limit int) any {
 		return nil
 	}
 	return limit
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

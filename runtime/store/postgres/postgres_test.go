@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestConformance(t *testing.T) {
 func TestOpen_SynchronousCommitOn(t *testing.T) {
 	s := newTestStore(t)
 	var v string
-	if err := s.queryRow(t.Context(), `SHOW synchronous_commit`, nil, &v); err != nil {
+	if err := s.pool.QueryRow(t.Context(), `SHOW synchronous_commit`).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	if v != "on" {
@@ -90,7 +91,7 @@ func TestOpen_SynchronousCommitOn(t *testing.T) {
 func TestOpen_SchemaIsolated(t *testing.T) {
 	s := newTestStore(t)
 	var where string
-	if err := s.queryRow(t.Context(), `SELECT table_schema FROM information_schema.tables WHERE table_name = 'tool_invocations' AND table_schema = current_schema()`, nil, &where); err != nil {
+	if err := s.pool.QueryRow(t.Context(), `SELECT table_schema FROM information_schema.tables WHERE table_name = 'tool_invocations' AND table_schema = current_schema()`).Scan(&where); err != nil {
 		t.Fatal(err)
 	}
 	if where != s.schema {
@@ -111,8 +112,8 @@ func TestMigrations_DownThenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := s.queryRow(ctx, `SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace
-		AND relname <> 'schema_migrations' AND relname NOT LIKE 'schema_migrations%'`, nil, &n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace
+		AND relname <> 'schema_migrations' AND relname NOT LIKE 'schema_migrations%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {
@@ -132,9 +133,62 @@ func TestAuditLog_AppendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{`UPDATE audit_log SET kind = 'x'`, `DELETE FROM audit_log`, `TRUNCATE audit_log`} {
-		_, err := s.exec(t.Context(), stmt, nil)
+		_, err := s.pool.Exec(t.Context(), stmt)
 		if err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("%s: err = %v, want append-only", stmt, err)
+		}
+	}
+}
+
+// TestDecodeInvocation_TextResults reads the same rows through pgx's default exec
+// mode (int, bool and timestamptz in binary: decodeInvocation's fast paths) and
+// through the simple protocol (everything in text: the type map's path), with every
+// nullable column NULL in one row and set in the other.
+func TestDecodeInvocation_TextResults(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	simpleDSN := dsn(t) + "&default_query_exec_mode=simple_protocol"
+	if !strings.Contains(dsn(t), "?") {
+		simpleDSN = dsn(t) + "?default_query_exec_mode=simple_protocol"
+	}
+	simple, err := Open(ctx, simpleDSN, WithSchema(s.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer simple.Close()
+	yes := true
+	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "nulls", Status: store.StatusPending}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "set", Tenant: "acme", Principal: "alice",
+		SessionID: "s1", RunID: "r1", Step: 3, CallID: "c1", Tool: "t.x", ToolVersion: 2,
+		Idempotency: "conditionally_idempotent", IdempotentWhen: &yes, Args: []byte(`{"a": [1, 2]}`),
+		ArgsHash: "h1", OriginTrust: "user", ArgumentTrust: "tool", Mode: "m", Decision: "allow",
+		Status: store.StatusPending, ReasonCode: "r", Outcome: []byte(`{"ok":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE tool_invocations SET status = 'UNCERTAIN', attempt = 2, watermark_missing = true,
+		effect_sent_at = now(), earlier_effect_sent_at = now() - interval '1.000001 s', lease_owner = 'w1',
+		lease_expires_at = now() + interval '1 minute', suspended_at = '2001-02-03 04:05:06.789012+07',
+		resume_token = 'rt', resolution = 'happened', resolved_by = 'bob', resolved_at = '1999-12-31 23:59:59.999999+00'
+		WHERE key = 'set'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"nulls", "set"} {
+		fast, err := s.InvocationGetByKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := simple.InvocationGetByKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%s:\nbinary %+v\ntext   %+v", key, *fast, *slow)
+		}
+		if key == "set" && (fast.IdempotentWhen == nil || !*fast.IdempotentWhen || fast.ResolvedAt == nil ||
+			fast.ResolvedAt.Format(time.RFC3339Nano) != "1999-12-31T23:59:59.999999Z" || fast.Step != 3 || !fast.WatermarkMissing) {
+			t.Errorf("set: %+v", *fast)
 		}
 	}
 }

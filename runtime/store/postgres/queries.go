@@ -1,8 +1,17 @@
 package postgres
 
-// SQL of the PostgreSQL driver. Parameters are named (@name, pgx.NamedArgs). Times
-// come from now() inside the statement (the database clock); each statement runs in
-// its own transaction, so now() is the statement's time.
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+// SQL of the PostgreSQL driver. Parameters are written @name for readability (and
+// runtime/bench reads these constants, @names included, to build its pgbench
+// scripts); the var block at the end compiles each statement once into $n SQL
+// (see compile). Times come from now() inside the statement (the database clock);
+// each statement runs in its own transaction, so now() is the statement's time.
 
 const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
@@ -189,4 +198,77 @@ RETURNING id`
 SELECT id, server_id, tool, change, sha256, detail, at FROM mcp_catalog_history
 WHERE @server_id::text = '' OR server_id = @server_id
 ORDER BY id`
+)
+
+// query is a statement of this file with its @names replaced by $1, $2, ...: callers
+// pass its arguments positionally, in the order of the names given to compile.
+// Binding by name (pgx.NamedArgs) would rewrite the SQL on every call, tens of
+// allocations and a scan of the whole statement each time. A distinct type, so that
+// an uncompiled constant cannot be run by mistake (PostgreSQL would read @name as
+// the absolute-value operator applied to a column).
+type query struct{ sql string }
+
+var namedParam = regexp.MustCompile(`@[a-z_][a-z0-9_]*`)
+
+// compile numbers the parameters of sql in the order of names, the order callers
+// pass them in. It panics (at init) unless sql uses exactly the names given.
+func compile(sql string, names ...string) query {
+	used := make([]bool, len(names))
+	out := namedParam.ReplaceAllStringFunc(sql, func(m string) string {
+		i := slices.Index(names, m[1:])
+		if i < 0 {
+			panic(fmt.Sprintf("postgres: parameter %s missing from the names %v of %q", m, names, sql))
+		}
+		used[i] = true
+		return "$" + strconv.Itoa(i+1)
+	})
+	if i := slices.Index(used, false); i >= 0 {
+		panic(fmt.Sprintf("postgres: %q has no parameter @%s", sql, names[i]))
+	}
+	return query{out}
+}
+
+// The statements, compiled; each list of names is the order of the arguments.
+var (
+	invocationInsert = compile(invocationInsertSQL, "key", "tenant", "principal", "session_id", "run_id",
+		"step_number", "call_id", "tool", "tool_version", "idempotency", "idempotent_when", "args", "args_hash",
+		"origin_trust", "argument_trust", "mode", "decision", "status", "reason_code", "outcome",
+		"lease_owner", "lease_us", "attempt")
+	invocationGet              = compile(invocationGetSQL, "id")
+	invocationGetByKey         = compile(invocationGetByKeySQL, "key")
+	invocationGetByResumeToken = compile(invocationGetByResumeTokenSQL, "token")
+	invocationClaimIfPending   = compile(invocationClaimIfPendingSQL, "id", "owner", "lease_us")
+
+	// The fenced statements take the fence (id, owner, attempt) first.
+	invocationMarkEffectSentIfLeased = compile(invocationMarkEffectSentIfLeasedSQL, "id", "owner", "attempt", "token")
+	invocationFenceHolds             = compile(invocationFenceHoldsSQL, "id", "owner", "attempt")
+	invocationSettleIfLeased         = compile(invocationSettleIfLeasedSQL, "id", "owner", "attempt",
+		"status", "reason_code", "outcome", "watermark_missing")
+	invocationReleaseIfLeased = compile(invocationReleaseIfLeasedSQL, "id", "owner", "attempt")
+	invocationReleasedAt      = compile(invocationReleasedAtSQL, "id", "attempt")
+	invocationSettledByFence  = compile(invocationSettledByFenceSQL, "id", "owner", "attempt", "status")
+	invocationSuspendIfLeased = compile(invocationSuspendIfLeasedSQL, "id", "owner", "attempt",
+		"resume_token", "outcome")
+	invocationSuspendedByFence = compile(invocationSuspendedByFenceSQL, "id", "owner", "attempt", "resume_token")
+
+	invocationResumeTokenTaken = compile(invocationResumeTokenTakenSQL, "resume_token")
+	invocationResume           = compile(invocationResumeSQL, "resume_token",
+		"status", "reason_code", "outcome", "watermark_missing")
+	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us")
+	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts")
+	invocationListRetryable    = compile(invocationListRetryableSQL, "limit")
+	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
+	invocationResolveUncertain = compile(invocationResolveUncertainSQL, "id", "resolution", "resolved_by")
+	invocationExists           = compile(invocationExistsSQL, "id")
+	invocationBreakerCounts    = compile(invocationBreakerCountsSQL, "run_id", "args_hash")
+
+	approvalDecide = compile(approvalDecideSQL, "key", "tenant", "approved", "decided_by", "reason")
+	approvalExists = compile(approvalExistsSQL, "key")
+	approvalGet    = compile(approvalGetSQL, "key")
+
+	auditAppend = compile(auditAppendSQL, "tenant", "kind", "principal", "session_id", "mode", "tool", "key", "detail")
+	auditList   = compile(auditListSQL, "after_id", "tenant", "limit")
+
+	catalogHistoryAppend = compile(catalogHistoryAppendSQL, "server_id", "tool", "change", "sha256", "detail")
+	catalogHistoryList   = compile(catalogHistoryListSQL, "server_id")
 )
