@@ -196,6 +196,18 @@ func (m *MemStore) CatalogHistoryList(context.Context, string) ([]store.CatalogC
 	return nil, nil
 }
 
+func (m *MemStore) InvocationList(context.Context, store.InvocationFilter) ([]*store.Invocation, error) {
+	return nil, ErrNotImplemented
+}
+
+func (m *MemStore) SessionModeGet(context.Context, string) (string, error) {
+	return "", store.ErrNotFound
+}
+
+func (m *MemStore) SessionModeSet(context.Context, string, string, string) error {
+	return ErrNotImplemented
+}
+
 func (m *MemStore) Close() error { return nil }
 
 func (m *MemStore) InvocationReleaseIfLeased(_ context.Context, f store.Fence) error {

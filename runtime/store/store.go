@@ -232,12 +232,23 @@ type AuditEntry struct {
 	At        time.Time // set by the store (database clock)
 }
 
+// InvocationFilter selects rows for InvocationList. Every zero field is "any".
+type InvocationFilter struct {
+	Tenant    string
+	SessionID string
+	// AwaitingApproval keeps only held calls no one has decided yet: PENDING, decision
+	// needs_approval, no approval recorded (the queue of toolrun approvals).
+	AwaitingApproval bool
+	AfterID          int64 // rows with id > AfterID (paging)
+	Limit            int   // <= 0: no limit
+}
+
 // CatalogChange is one entry of mcp_catalog_history (MCP-7).
 type CatalogChange struct {
 	ID       int64
 	ServerID string
 	Tool     string
-	Change   string // added | removed | changed | dropped_collision | forced_epoch
+	Change   string // added | removed | changed | dropped_collision | dropped_invalid | list_changed | forced_epoch
 	SHA256   string
 	Detail   json.RawMessage
 	At       time.Time // set by the store (database clock)
@@ -352,6 +363,16 @@ type Store interface {
 	// all), in id order.
 	AuditAppend(ctx context.Context, e AuditEntry) (int64, error)
 	AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]AuditEntry, error)
+
+	// InvocationList lists the rows f selects, in id order (toolrun's approvals queue
+	// and audit view). It reads only.
+	InvocationList(ctx context.Context, f InvocationFilter) ([]*Invocation, error)
+
+	// SessionModeGet returns a session's current protocol mode (WF-4); ErrNotFound if
+	// none was set. SessionModeSet records it (insert or update), one commit; ErrInvalid
+	// for an empty session id or mode.
+	SessionModeGet(ctx context.Context, sessionID string) (string, error)
+	SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error
 
 	// CatalogHistoryAppend appends one catalog change; CatalogHistoryList lists those of
 	// one server ("" for all) in id order.

@@ -189,3 +189,22 @@ SELECT id, server_id, tool, change, sha256, detail, at FROM mcp_catalog_history
 WHERE :server_id = '' OR server_id = :server_id
 ORDER BY id`
 )
+
+const (
+	// invocationListSQL is store.InvocationFilter: every condition is off when its
+	// parameter is the zero value.
+	invocationListSQL = `
+SELECT ` + invocationColumns + ` FROM tool_invocations
+WHERE id > :after_id AND (:tenant = '' OR tenant = :tenant) AND (:session_id = '' OR session_id = :session_id)
+	AND (:awaiting = 0 OR (status = 'PENDING' AND decision = 'needs_approval'
+		AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.key = tool_invocations.key)))
+ORDER BY id
+LIMIT :limit`
+
+	sessionModeGetSQL = `SELECT mode FROM session_modes WHERE session_id = :session_id`
+
+	sessionModeSetSQL = `
+INSERT INTO session_modes (session_id, tenant, mode, updated_at)
+VALUES (:session_id, :tenant, :mode, ` + nowMicros + `)
+ON CONFLICT (session_id) DO UPDATE SET tenant = excluded.tenant, mode = excluded.mode, updated_at = excluded.updated_at`
+)

@@ -38,6 +38,7 @@ type writeStmts struct {
 	insert, claim, markEffectSent, settle, release, suspend, resume, renew, sweep, resolve *sql.Stmt
 	exists, resumeTokenTaken                                                               *sql.Stmt
 	approvalDecide, approvalExists, auditAppend, catalogAppend                             *sql.Stmt
+	sessionModeSet                                                                         *sql.Stmt
 }
 
 // readStmts are the statements run on the read pool, prepared once by Open (and by
@@ -47,6 +48,7 @@ type readStmts struct {
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
+	list, sessionModeGet                                     *sql.Stmt
 }
 
 // connParams configure every connection. synchronous=FULL makes WAL sync on every
@@ -128,6 +130,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.approvalExists, approvalExistsSQL},
 		{s.write, &w.auditAppend, auditAppendSQL},
 		{s.write, &w.catalogAppend, catalogHistoryAppendSQL},
+		{s.write, &w.sessionModeSet, sessionModeSetSQL},
 
 		{s.read, &r.get, invocationGetSQL},
 		{s.read, &r.getByKey, invocationGetByKeySQL},
@@ -142,6 +145,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.approvalGet, approvalGetSQL},
 		{s.read, &r.auditList, auditListSQL},
 		{s.read, &r.catalogList, catalogHistoryListSQL},
+		{s.read, &r.list, invocationListSQL},
+		{s.read, &r.sessionModeGet, sessionModeGetSQL},
 	} {
 		stmt, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -400,6 +405,29 @@ func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*stor
 
 func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
 	return queryInvocations(ctx, s.r.listUncertain, sql.Named("tenant", tenant))
+}
+
+func (s *Store) InvocationList(ctx context.Context, f store.InvocationFilter) ([]*store.Invocation, error) {
+	awaiting := 0
+	if f.AwaitingApproval {
+		awaiting = 1
+	}
+	return queryInvocations(ctx, s.r.list, sql.Named("after_id", f.AfterID), sql.Named("tenant", f.Tenant),
+		sql.Named("session_id", f.SessionID), sql.Named("awaiting", awaiting), sql.Named("limit", sqlLimit(f.Limit)))
+}
+
+func (s *Store) SessionModeGet(ctx context.Context, sessionID string) (string, error) {
+	var mode string
+	err := s.r.sessionModeGet.QueryRowContext(ctx, sql.Named("session_id", sessionID)).Scan(&mode)
+	return mode, notFound(err)
+}
+
+func (s *Store) SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error {
+	if sessionID == "" || mode == "" {
+		return fmt.Errorf("%w: a session mode needs a session id and a mode", store.ErrInvalid)
+	}
+	_, err := s.w.sessionModeSet.ExecContext(ctx, sql.Named("session_id", sessionID), sql.Named("tenant", tenant), sql.Named("mode", mode))
+	return mapErr(err)
 }
 
 func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {

@@ -25,6 +25,7 @@ var WriteMethods = []string{
 	"ApprovalDecide",
 	"AuditAppend",
 	"CatalogHistoryAppend",
+	"SessionModeSet",
 }
 
 // CountingStore wraps a Store and counts its commits: calls of the writing methods
@@ -191,6 +192,19 @@ func (c *CountingStore) CatalogHistoryAppend(ctx context.Context, ch store.Catal
 
 func (c *CountingStore) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
 	return c.s.CatalogHistoryList(ctx, serverID)
+}
+
+func (c *CountingStore) InvocationList(ctx context.Context, f store.InvocationFilter) ([]*store.Invocation, error) {
+	return c.s.InvocationList(ctx, f)
+}
+
+func (c *CountingStore) SessionModeGet(ctx context.Context, sessionID string) (string, error) {
+	return c.s.SessionModeGet(ctx, sessionID)
+}
+
+func (c *CountingStore) SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error {
+	c.count("SessionModeSet")
+	return c.s.SessionModeSet(ctx, tenant, sessionID, mode)
 }
 
 // Close closes the wrapped store (not a commit).

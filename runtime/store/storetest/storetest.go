@@ -143,6 +143,8 @@ var tests = []struct {
 	{"ResolveUncertain_KeepsStatusRecordsReview", testResolveUncertainKeepsStatus},
 	{"ResolveUncertain_Errors", testResolveUncertainErrors},
 	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
+	{"InvocationList_Filters", testInvocationListFilters},
+	{"SessionMode_SetAndGet", testSessionModeSetAndGet},
 	// approvals, audit, catalog
 	{"Approval_DecideAndGet", testApprovalDecideAndGet},
 	{"Approval_DecideTwice_Conflict", testApprovalDecideTwiceConflict},
@@ -1490,7 +1492,10 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "audit", err)
 	_, err = c.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: "x", Change: "added"})
 	noErr(t, "catalog", err)
+	noErr(t, "session mode", c.SessionModeSet(e.ctx, "tenant-a", "s1", "plan"))
 	reads := []func() error{
+		func() error { _, err := c.InvocationList(e.ctx, store.InvocationFilter{}); return err },
+		func() error { _, err := c.SessionModeGet(e.ctx, "s1"); return err },
 		func() error { _, err := c.InvocationGetByKey(e.ctx, held.Key); return err },
 		func() error { _, err := c.InvocationListRetryable(e.ctx, 0); return err },
 		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },

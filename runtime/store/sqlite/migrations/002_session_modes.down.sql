@@ -1,0 +1,2 @@
+DROP INDEX tool_invocations_session_idx;
+DROP TABLE session_modes;
