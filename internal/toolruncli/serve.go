@@ -1,0 +1,121 @@
+package toolruncli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/toolgen/toolgen/internal/host"
+	mcpserver "github.com/toolgen/toolgen/mcp/server"
+)
+
+// MCPPath is where toolrun serve --http serves MCP (Streamable HTTP).
+const MCPPath = "/mcp"
+
+// epochPoll is how often a serving process looks for forced epochs in the store.
+const epochPoll = time.Second
+
+func runServe(e *env, cmd string, args []string) int {
+	fs, c := newFlags(cmd, e)
+	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout")
+	addr := fs.String("http", "", "serve Streamable HTTP on ADDR (path "+MCPPath+")")
+	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
+	mode := fs.String("mode", "", "serve only this mode of the protocol")
+	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
+	noServers := fs.Bool("no-servers", false, "do not connect the upstream servers of servers/*.yaml")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return usageErr(e, cmd, "takes no arguments besides flags")
+	}
+	if *stdio == (*addr != "") {
+		return usageErr(e, cmd, "want exactly one of --stdio, --http ADDR")
+	}
+	log, err := c.logger(e.stderr)
+	if err != nil {
+		return usageErr(e, cmd, err.Error())
+	}
+	h, err := host.Open(e.ctx, host.Options{Dir: c.dir, DB: c.db, Logger: log, Protocol: *proto, Mode: *mode})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer h.Close()
+	if !*noServers {
+		if err := h.ConnectServers(e.ctx, e.stderr); err != nil {
+			// Serve the rest: one unreachable upstream must not take every tool down.
+			log.Error("upstream servers not connected", "err", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go h.Pipeline.KeepLeases(ctx)
+	go watchForcedEpochs(ctx, h)
+	opts := mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: c.principalFor(h),
+		Workspace: h.Workspace, SessionID: *session, Logger: log}
+	if h.Modes != nil {
+		opts.Modes = h.Modes
+	}
+	srv, err := mcpserver.New(opts)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	if *stdio {
+		if err := srv.ServeStdio(ctx, e.stdin, e.stdout); err != nil {
+			return fail(e, cmd, err)
+		}
+		return ExitOK
+	}
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, srv.HTTPHandler())
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		hs.Shutdown(shutdown)
+	}()
+	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s\n", ln.Addr(), MCPPath)
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail(e, cmd, err)
+	}
+	return ExitOK
+}
+
+// watchForcedEpochs applies the forced epochs `toolrun catalog --force-epoch` records
+// (in this or another process) to this process's running sessions: the catalog
+// history is the channel, so the operator's command needs no connection to the server.
+func watchForcedEpochs(ctx context.Context, h *host.Host) {
+	var seen int64
+	first := true
+	tick := time.NewTicker(epochPoll)
+	defer tick.Stop()
+	for {
+		history, err := h.Store.CatalogHistoryList(ctx, "")
+		if err != nil && ctx.Err() == nil {
+			h.Logger.Error("reading the catalog history for forced epochs", "err", err)
+		}
+		for _, ch := range history {
+			if ch.ID <= seen {
+				continue
+			}
+			seen = ch.ID
+			if first || ch.Change != ChangeForcedEpoch {
+				continue // epochs recorded before this process started pinned nothing here
+			}
+			n := h.Registry.ForceEpochServer("mcp." + ch.ServerID + ".")
+			h.Logger.Warn("forced epoch applied: running sessions re-pinned to the server's current tools",
+				"server", ch.ServerID, "sessions", n, "history_id", ch.ID)
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
