@@ -1,19 +1,25 @@
 package testscripts
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/toolgen/toolgen/internal/toolgencli"
+	"github.com/toolgen/toolgen/internal/toolruncli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of failing scripts")
@@ -21,6 +27,12 @@ var update = flag.Bool("update", false, "rewrite the golden sections of failing 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"toolgen": func() { os.Exit(toolgencli.Run(os.Args[1:], os.Stdout, os.Stderr)) },
+		"toolrun": func() {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := toolruncli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		},
 	})
 }
 
@@ -42,6 +54,15 @@ func TestScripts(t *testing.T) {
 		}
 		goEnv["GOBIN_DIR"] = filepath.Dir(gobin)
 	}
+	// The real MCP client (the inspector's CLI mode) for the toolrun serve scripts: with
+	// node installed it must be there (make node-deps); without node those scripts skip.
+	inspector := ""
+	if _, err := exec.LookPath("node"); err == nil {
+		inspector = filepath.Join(repo, ".tooldeps", "node_modules", "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
+		if _, err := os.Stat(inspector); err != nil {
+			t.Fatalf("%s is missing: run `make node-deps`", inspector)
+		}
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 ".",
 		UpdateScripts:       *update,
@@ -49,6 +70,8 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitCode,
+			"sleep":    cmdSleep,
+			"waitport": cmdWaitPort,
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -65,6 +88,14 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOFLAGS", "-mod=mod")
 			env.Setenv("GOTOOLCHAIN", "local")
 			env.Setenv("GOOS", runtime.GOOS)
+			env.Setenv("INSPECTOR", inspector)
+			// A free port for scripts that start a server (toolrun serve --http).
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			env.Setenv("PORT", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+			ln.Close()
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -72,10 +103,45 @@ func TestScripts(t *testing.T) {
 			case "go":
 				_, ok := goEnv["GOBIN_DIR"]
 				return ok, nil
+			case "node":
+				return inspector != "", nil
 			}
 			return false, nil
 		},
 	})
+}
+
+// cmdSleep is "sleep DURATION": it waits, for a lease to run out by the database clock
+// before a sweep, never as an assertion about how long something takes.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
+}
+
+// cmdWaitPort is "waitport PORT": it waits (at most 60 s) until something accepts TCP
+// connections on 127.0.0.1:PORT, the server a script started in the background.
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitport: nothing listens on port %s: %v", args[0], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // cmdExitCode is "exitcode N program [args...]": it runs program like exec (stdout and

@@ -45,15 +45,24 @@ func runCatalog(e *env, cmd string, args []string) int {
 			Version int    `json:"version"`
 			SHA256  string `json:"schema_sha256"`
 		}
+		type change struct {
+			ID       int64           `json:"id"`
+			At       time.Time       `json:"at"`
+			ServerID string          `json:"server_id"`
+			Change   string          `json:"change"`
+			Tool     string          `json:"tool,omitempty"`
+			SHA256   string          `json:"sha256,omitempty"`
+			Detail   json.RawMessage `json:"detail,omitempty"`
+		}
 		out := struct {
-			Tools   []tool                `json:"tools"`
-			History []store.CatalogChange `json:"history"`
-		}{Tools: []tool{}, History: history}
+			Tools   []tool   `json:"tools"`
+			History []change `json:"history"`
+		}{Tools: []tool{}, History: []change{}}
 		for _, s := range builtins {
 			out.Tools = append(out.Tools, tool{s.Name, s.Version, s.SchemaSHA256})
 		}
-		if out.History == nil {
-			out.History = []store.CatalogChange{}
+		for _, ch := range history {
+			out.History = append(out.History, change{ch.ID, ch.At, ch.ServerID, ch.Change, ch.Tool, ch.SHA256, ch.Detail})
 		}
 		writeJSON(e.stdout, out)
 		return ExitOK
