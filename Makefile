@@ -2,13 +2,19 @@
 GO       ?= go
 FUZZTIME ?= 60s
 
-.PHONY: all generate check test vet fmt-check stale unit bench fuzz node-deps
+.PHONY: all generate check test vet fmt-check stale unit bench fuzz node-deps demo
 
 all: test
 
 ## generate: regenerate gen/ from the specs (the //go:generate line in tools/).
 generate:
 	$(GO) generate ./...
+
+## demo: generate, then drive a scripted agent through the example protocol on the
+## embedded store (a read, a write, a denied call, a mode change, a held approval, a
+## killed call recovered) and print the audit log.
+demo: generate
+	bash scripts/demo.sh
 
 ## check: check every spec and print the findings.
 check:

@@ -34,7 +34,8 @@ const usage = `toolrun hosts toolgen's pipeline: serve tools over MCP, run calls
 
 Usage:
 	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]
-	toolrun call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C] [--hold D] [--lease D]
+	toolrun call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
+	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
 	toolrun recover
 	toolrun uncertain
 	toolrun resolve ID --happened | --not-happened
@@ -47,6 +48,7 @@ Usage:
 Flags every command takes:
 	--dir DIR        spec root: tools/, servers/, protocols/, policy.yaml (default ".")
 	--db DSN         postgres://... or a SQLite file (default $TOOLRUN_DB, else DIR/.toolrun/toolrun.db)
+	--workspace W    the directory workspace.* tools are confined to (default DIR)
 	--json           machine-readable output
 	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise)
 	--tenant T       the principal's tenant (default "default")
@@ -103,8 +105,8 @@ func init() {
 
 // common are the flags of every command.
 type common struct {
-	dir, db, principal, tenant, scopes, logLevel string
-	json                                         bool
+	dir, db, workspace, principal, tenant, scopes, logLevel string
+	json                                                    bool
 }
 
 func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
@@ -113,6 +115,7 @@ func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
 	c := &common{}
 	fs.StringVar(&c.dir, "dir", ".", "spec root")
 	fs.StringVar(&c.db, "db", os.Getenv("TOOLRUN_DB"), "store: postgres:// URL or SQLite file")
+	fs.StringVar(&c.workspace, "workspace", "", "directory the workspace.* tools are confined to (default: the spec root)")
 	fs.BoolVar(&c.json, "json", false, "machine-readable output")
 	defPrincipal := "operator"
 	if cmd == "serve" || cmd == "call" {
@@ -150,11 +153,17 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, error) {
 }
 
 func (c *common) open(e *env, configure func(*runtime.Config)) (*host.Host, error) {
+	return c.openWith(e, host.Options{Configure: configure})
+}
+
+// openWith opens the host with o completed by the common flags.
+func (c *common) openWith(e *env, o host.Options) (*host.Host, error) {
 	log, err := c.logger(e.stderr)
 	if err != nil {
 		return nil, err
 	}
-	return host.Open(e.ctx, host.Options{Dir: c.dir, DB: c.db, Logger: log, Configure: configure})
+	o.Dir, o.DB, o.Workspace, o.Logger = c.dir, c.db, c.workspace, log
+	return host.Open(e.ctx, o)
 }
 
 // principalFor is the acting principal. Until principals are configured (identity
@@ -211,6 +220,8 @@ func runCall(e *env, cmd string, args []string) int {
 	callID := fs.String("call-id", "", "call id (default: derived from the tool and its arguments)")
 	hold := fs.Duration("hold", 0, "how long a call held for approval waits (default 5m)")
 	lease := fs.Duration("lease", 0, "lease of the call while it runs (default 30s)")
+	proto := fs.String("protocol", "", "protocol name: the call is gated by the session's mode (WF-3, WF-4)")
+	mode := fs.String("mode", "", "pin the call to this mode of the protocol")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitTrouble
@@ -236,10 +247,10 @@ func runCall(e *env, cmd string, args []string) int {
 		// The MCP server's rule, so that a call retried through either finds itself.
 		*callID = mcpserver.DerivedCallID(tool, json.RawMessage(raw))
 	}
-	h, err := c.open(e, func(cfg *runtime.Config) {
+	h, err := c.openWith(e, host.Options{Protocol: *proto, Mode: *mode, Configure: func(cfg *runtime.Config) {
 		cfg.ApprovalHold, cfg.Lease = *hold, *lease
 		killAt(cfg)
-	})
+	}})
 	if err != nil {
 		return fail(e, cmd, err)
 	}

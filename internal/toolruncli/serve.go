@@ -36,7 +36,7 @@ func runServe(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	h, err := host.Open(e.ctx, host.Options{Dir: c.dir, DB: c.db, Logger: log, Protocol: *proto, Mode: *mode})
+	h, err := c.openWith(e, host.Options{Protocol: *proto, Mode: *mode})
 	if err != nil {
 		return fail(e, cmd, err)
 	}
