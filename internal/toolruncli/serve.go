@@ -50,7 +50,9 @@ func runServe(e *env, cmd string, args []string) int {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	go h.Pipeline.KeepLeases(ctx)
-	go watchForcedEpochs(ctx, h)
+	if err := watchForcedEpochs(ctx, h); err != nil {
+		return fail(e, cmd, err)
+	}
 	opts := mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: c.principalFor(h),
 		Workspace: h.Workspace, SessionID: *session, Logger: log}
 	if h.Modes != nil {
@@ -89,33 +91,46 @@ func runServe(e *env, cmd string, args []string) int {
 // watchForcedEpochs applies the forced epochs `toolrun catalog --force-epoch` records
 // (in this or another process) to this process's running sessions: the catalog
 // history is the channel, so the operator's command needs no connection to the server.
-func watchForcedEpochs(ctx context.Context, h *host.Host) {
+// Epochs recorded before the call are past: it reads the history once before it
+// returns, then polls it in a goroutine until ctx ends.
+func watchForcedEpochs(ctx context.Context, h *host.Host) error {
+	history, err := h.Store.CatalogHistoryList(ctx, "")
+	if err != nil {
+		return fmt.Errorf("reading the catalog history: %w", err)
+	}
 	var seen int64
-	first := true
-	tick := time.NewTicker(epochPoll)
-	defer tick.Stop()
-	for {
-		history, err := h.Store.CatalogHistoryList(ctx, "")
-		if err != nil && ctx.Err() == nil {
-			h.Logger.Error("reading the catalog history for forced epochs", "err", err)
-		}
-		for _, ch := range history {
-			if ch.ID <= seen {
+	for _, ch := range history {
+		seen = max(seen, ch.ID)
+	}
+	go func() {
+		tick := time.NewTicker(epochPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			history, err := h.Store.CatalogHistoryList(ctx, "")
+			if err != nil {
+				if ctx.Err() == nil {
+					h.Logger.Error("reading the catalog history for forced epochs", "err", err)
+				}
 				continue
 			}
-			seen = ch.ID
-			if first || ch.Change != ChangeForcedEpoch {
-				continue // epochs recorded before this process started pinned nothing here
+			for _, ch := range history {
+				if ch.ID <= seen {
+					continue
+				}
+				seen = ch.ID
+				if ch.Change != ChangeForcedEpoch {
+					continue
+				}
+				n := h.Registry.ForceEpochServer("mcp." + ch.ServerID + ".")
+				h.Logger.Warn("forced epoch applied: running sessions re-pinned to the server's current tools",
+					"server", ch.ServerID, "sessions", n, "history_id", ch.ID)
 			}
-			n := h.Registry.ForceEpochServer("mcp." + ch.ServerID + ".")
-			h.Logger.Warn("forced epoch applied: running sessions re-pinned to the server's current tools",
-				"server", ch.ServerID, "sessions", n, "history_id", ch.ID)
 		}
-		first = false
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	}()
+	return nil
 }

@@ -1,0 +1,71 @@
+package toolruncli
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/toolgen/toolgen/internal/host"
+	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+type fakeTool struct{ spec runtime.ToolSpec }
+
+func (f *fakeTool) Spec() *runtime.ToolSpec { return &f.spec }
+func (f *fakeTool) Execute(context.Context, *runtime.ExecContext, json.RawMessage) (runtime.ToolResult, error) {
+	return runtime.ToolResult{OK: true}, nil
+}
+
+func adapterTool(name, sha string) *fakeTool {
+	return &fakeTool{spec: runtime.ToolSpec{Name: name, Version: 1, Kind: runtime.KindAction,
+		SideEffect: runtime.SideEffectRead, Idempotency: runtime.Idempotent, Risk: runtime.RiskLow,
+		InputSchema: json.RawMessage(`{"type":"object"}`), SchemaSHA256: sha}}
+}
+
+// TestForcedEpochReachesRunningSessions: a forced epoch recorded in the store (by
+// `toolrun catalog --force-epoch`, any process) re-pins that server's tools in this
+// process's running sessions, and only that server's; one recorded before the process
+// started is not applied again.
+func TestForcedEpochReachesRunningSessions(t *testing.T) {
+	ctx := t.Context()
+	h, err := host.Open(ctx, host.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// An epoch of server b from before this process: never applied here.
+	if _, err := h.Store.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "b", Change: ChangeForcedEpoch}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []*fakeTool{adapterTool("mcp.a.t", "v1"), adapterTool("mcp.b.t", "v1")} {
+		if err := h.Registry.RegisterAdapter("mcp", tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Registry.Pin("s1")
+	for _, tool := range []*fakeTool{adapterTool("mcp.a.t", "v2"), adapterTool("mcp.b.t", "v2")} {
+		if err := h.Registry.Replace(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := watchForcedEpochs(wctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "a", Change: ChangeForcedEpoch}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for h.Registry.Pin("s1")["mcp.a.t"].SchemaSHA256 != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatal("the forced epoch was not applied to the running session")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := h.Registry.Pin("s1")["mcp.b.t"].SchemaSHA256; got != "v1" {
+		t.Errorf("server b re-pinned (by a's epoch, or by its own from before the process): %s", got)
+	}
+}
