@@ -45,7 +45,10 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return nil, err
 	}
 	if out.durationH, err = m.Float64Histogram("toolgen.tool.call.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of a tool call through the pipeline.")); err != nil {
+		metric.WithDescription("Duration of a tool call through the pipeline."),
+		// Seconds, as the OpenTelemetry GenAI conventions use for durations (the SDK's
+		// default bounds are for milliseconds: every call would land in the first bucket).
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)); err != nil {
 		return nil, err
 	}
 	return &out, nil

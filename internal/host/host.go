@@ -42,6 +42,8 @@ type Options struct {
 	// the calls (WF-3..5); "" runs without one. Mode pins the process to one of its
 	// modes (a server serving one mode); "" follows each session's current mode.
 	Protocol, Mode string
+	// Metrics are the pipeline's instruments (runtime.Config.Metrics); nil records none.
+	Metrics *runtime.Metrics
 	// Configure, when set, may adjust the pipeline configuration before the pipeline
 	// is built (tests shorten the approval hold, for example).
 	Configure func(*runtime.Config)
@@ -126,6 +128,7 @@ func assemble(ctx context.Context, o Options, log *slog.Logger, tree *spec.Tree,
 		Registry: reg, Store: st, Policy: policy, WorkerID: o.WorkerID, Logger: log,
 		Artifacts:    artifacts,
 		WorkspaceFor: func(string, string) string { return ws },
+		Metrics:      o.Metrics,
 	}
 	if modes != nil {
 		cfg.Modes = modes

@@ -33,7 +33,7 @@ const (
 const usage = `toolrun hosts toolgen's pipeline: serve tools over MCP, run calls, recover, review.
 
 Usage:
-	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]
+	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]   (HTTP: /mcp and /metrics)
 	toolrun call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
 	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
 	toolrun recover

@@ -18,10 +18,15 @@ const MCPPath = "/mcp"
 // epochPoll is how often a serving process looks for forced epochs in the store.
 const epochPoll = time.Second
 
+// runServe is toolrun serve: the registry over MCP, on one stdio connection (--stdio)
+// or over Streamable HTTP (--http ADDR). The HTTP server serves MCP at MCPPath and the
+// pipeline's OpenTelemetry metrics at GET MetricsPath, in the Prometheus exposition
+// format (see promMetrics). Over stdio there is no HTTP server, hence no metrics
+// endpoint: the pipeline records no metrics there.
 func runServe(e *env, cmd string, args []string) int {
 	fs, c := newFlags(cmd, e)
-	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout")
-	addr := fs.String("http", "", "serve Streamable HTTP on ADDR (path "+MCPPath+")")
+	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout (no metrics endpoint)")
+	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+MCPPath+", Prometheus metrics at GET "+MetricsPath)
 	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
 	mode := fs.String("mode", "", "serve only this mode of the protocol")
 	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
@@ -36,7 +41,16 @@ func runServe(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	h, err := c.openWith(e, host.Options{Protocol: *proto, Mode: *mode})
+	hopts := host.Options{Protocol: *proto, Mode: *mode}
+	var metrics *promMetrics
+	if !*stdio {
+		if metrics, err = newPromMetrics(); err != nil {
+			return fail(e, cmd, err)
+		}
+		defer metrics.Close(context.Background())
+		hopts.Metrics = metrics.Pipeline
+	}
+	h, err := c.openWith(e, hopts)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
@@ -68,8 +82,7 @@ func runServe(e *env, cmd string, args []string) int {
 		}
 		return ExitOK
 	}
-	mux := http.NewServeMux()
-	mux.Handle(MCPPath, srv.HTTPHandler())
+	mux := serveMux(srv.HTTPHandler(), metrics.Handler)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fail(e, cmd, err)
@@ -81,11 +94,21 @@ func runServe(e *env, cmd string, args []string) int {
 		defer done()
 		hs.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s\n", ln.Addr(), MCPPath)
+	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s, metrics on http://%s%s\n",
+		ln.Addr(), MCPPath, ln.Addr(), MetricsPath)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fail(e, cmd, err)
 	}
 	return ExitOK
+}
+
+// serveMux is the HTTP server's mux: the MCP handler at MCPPath, the metrics handler
+// at GET MetricsPath (HEAD too; other methods get 405).
+func serveMux(mcp, metrics http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, mcp)
+	mux.Handle("GET "+MetricsPath, metrics)
+	return mux
 }
 
 // watchForcedEpochs applies the forced epochs `toolrun catalog --force-epoch` records
