@@ -42,6 +42,9 @@ type Options struct {
 	// the calls (WF-3..5); "" runs without one. Mode pins the process to one of its
 	// modes (a server serving one mode); "" follows each session's current mode.
 	Protocol, Mode string
+	// Tenant and Principal are who runs the host: they are recorded on the wf1_violation
+	// entry of a refused protocol.
+	Tenant, Principal string
 	// Metrics are the pipeline's instruments (runtime.Config.Metrics); nil records none.
 	Metrics *runtime.Metrics
 	// Configure, when set, may adjust the pipeline configuration before the pipeline
@@ -95,7 +98,8 @@ func assemble(ctx context.Context, o Options, log *slog.Logger, tree *spec.Tree,
 	if o.Protocol != "" {
 		// Loaded before the other findings are reported: a protocol that breaks WF-1 or
 		// WF-2 is refused with a wf1_violation audit entry (WF-5).
-		p, err := protocol.LoadDir(ctx, o.Dir, protocol.LoadOptions{Name: o.Protocol, PinnedMode: o.Mode, Audit: st, Logger: log})
+		p, err := protocol.LoadDir(ctx, o.Dir, protocol.LoadOptions{Name: o.Protocol, PinnedMode: o.Mode, Audit: st, Logger: log,
+			Tenant: o.Tenant, Principal: o.Principal})
 		if err != nil {
 			return nil, err
 		}

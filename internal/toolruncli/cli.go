@@ -163,6 +163,7 @@ func (c *common) openWith(e *env, o host.Options) (*host.Host, error) {
 		return nil, err
 	}
 	o.Dir, o.DB, o.Workspace, o.Logger = c.dir, c.db, c.workspace, log
+	o.Tenant, o.Principal = c.tenant, c.principal
 	return host.Open(e.ctx, o)
 }
 
