@@ -1,0 +1,56 @@
+// Package bench holds the benchmark of issue 4: tools/call latency and throughput
+// through toolgen's MCP server (what `toolrun serve --http` runs) to an upstream
+// go-sdk server, against the same client calling that upstream directly, in one run.
+//
+// Everything is in the test files; this package has no code of its own.
+// BenchmarkServeOverhead assembles, in one process:
+//
+//   - an upstream go-sdk server with one read tool, lookup ({"key": string} in, a
+//     small structured result out, no I/O), served over Streamable HTTP on
+//     127.0.0.1 (httptest);
+//   - toolgen as `toolrun serve --http` assembles it (internal/host, cmd/toolrun):
+//     a real SQLite store (runtime/store/sqlite, synchronous=FULL) in a temporary
+//     directory, a registry holding the builtins, the pipeline with lease renewal,
+//     the upstream adapter (mcp/upstream) connected to lookup over HTTP and
+//     classified read/idempotent/low, and mcp/server's Streamable HTTP handler
+//     mounted at /mcp;
+//   - one go-sdk client per side, with the same code and the same HTTP transport,
+//     calling lookup directly and mcp__bench__lookup (the wire name of
+//     mcp.bench.lookup) through toolgen. Every call sends a key of its own, so
+//     every toolgen call is a new call for the pipeline (its derived call id, and
+//     so its idempotency key, is new), never a replay of a recorded outcome.
+//
+// For attribution, a third side calls runtime.Pipeline.Execute in-process with the
+// call mcp/server would build (toolgen without its own MCP hop), and the pipeline's
+// AfterStep hook times its steps with one caller (breaker, persist, execute — the
+// upstream call through the adapter —, settle — the SQLite commit —, ...).
+//
+// The sides run interleaved in slices (direct, toolgen, pipeline, then the reverse,
+// ...) so that the machine's load falls on all alike. Per side: the latency
+// distribution of single calls (p50, p90, p99, max), calls/s, the process's CPU and
+// allocations per call (the process holds the client, toolgen and the upstream, so
+// toolgen's cost is the difference between the sides), and the TCP connections each
+// server accepted meanwhile. The headline is the p50 overhead, p50(toolgen) -
+// p50(direct); the target of issue 4 is under 1 ms on SQLite for a read tool.
+//
+// Knobs (environment): TOOLGEN_BENCH_CELL, each side's measured time per caller
+// count (default 3s); TOOLGEN_BENCH_SLICE, the length of one slice (default 500ms);
+// TOOLGEN_BENCH_CALLERS, the caller counts, comma-separated (default "1,4");
+// TOOLGEN_BENCH_SLICES=1 prints each slice; TOOLGEN_BENCH_ADAPTER_IDLE=N gives the
+// adapter an HTTP client keeping N idle connections per host instead of
+// http.DefaultClient's 2 (a what-if: `toolrun serve` uses the default). GOGC applies
+// as usual (the go-sdk's garbage makes it matter). Run it with -benchtime 1x, and -v:
+// without it `go test` cuts a benchmark's log to 10 lines, and the tables are longer:
+//
+//	go test -run XXX -bench BenchmarkServeOverhead -benchtime 1x -v ./mcp/bench/
+//
+// `go test` without -bench runs only TestServeSmoke: 20 calls each way (and 20 through
+// the pipeline alone), a replay check, and the measurement code on 100 ms cells — about
+// a second.
+//
+// Imports: the test files assemble a host from the libraries (runtime, a store
+// driver, mcp/upstream, mcp/server, tools, spec) and the go-sdk. They must never
+// import cmd, codegen or internal/toolruncli: the benchmark measures the parts
+// `toolrun serve` is made of, not the CLI's flag handling. Nothing imports this
+// package.
+package bench

@@ -1,0 +1,412 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/mcp/server"
+)
+
+// The knobs' defaults (doc.go).
+const (
+	defaultCell  = 3 * time.Second
+	defaultSlice = 500 * time.Millisecond
+	warmup       = 500 * time.Millisecond // per side and caller count, unmeasured
+	targetP50    = time.Millisecond       // issue 4: p50 overhead under 1 ms
+)
+
+// BenchmarkServeOverhead is issue 4 (see doc.go): for each caller count, the sides
+// interleaved in slices until each has run TOOLGEN_BENCH_CELL. It ignores b.N: run it
+// with -benchtime 1x. ns/op, allocs/op and B/op are toolgen's per call (ns/op is the
+// inverse of its throughput); the other metrics name their side.
+func BenchmarkServeOverhead(b *testing.B) {
+	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
+	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
+	callers := callersEnv(b)
+	verbose := os.Getenv("TOOLGEN_BENCH_SLICES") != ""
+	r := newRig(b)
+	ctx := context.Background()
+	head := fmt.Sprintf("GOMAXPROCS %d, %s per side and caller count in slices of %s; load average at the start %s",
+		goruntime.GOMAXPROCS(0), cell, slice, loadAverage())
+	var rows []string
+	for k, c := range callers {
+		b.Run("callers="+strconv.Itoa(c), func(b *testing.B) {
+			m, err := measure(ctx, r, c, cell, slice, warmup, verbose)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.report(b)
+			// The last caller count prints the table of all of them (a parent
+			// benchmark's own log is not printed when it has sub-benchmarks).
+			rows = append(rows, m.table()...)
+			tab := m.table()
+			if k == len(callers)-1 {
+				tab = rows
+			}
+			b.Logf("%s, at the end %s\n\n%s\n%s\n\n%s", head, loadAverage(), tableHeader, strings.Join(tab, "\n"), strings.Join(m.notes(), "\n"))
+		})
+	}
+}
+
+// TestServeSmoke proves the assembly and the measurement in `go test ./...`: 20 calls
+// each way (and 20 straight through the pipeline), each reaching the upstream once; a
+// repeated toolgen call is a replay that does not (which is why every benchmark call
+// sends a key of its own); and a tiny measurement.
+func TestServeSmoke(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	for _, s := range []*side{r.direct, r.toolgen, r.pipeline} {
+		for range 20 {
+			if err := s.call(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := r.execs.Load(); got != 60 {
+		t.Fatalf("the upstream ran lookup %d times for 60 new calls", got)
+	}
+
+	same := &mcp.CallToolParams{Name: r.toolgenTool, Arguments: map[string]any{"key": "same"}}
+	for i := range 2 {
+		res, err := r.toolgenCS.CallTool(ctx, same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replayed := res.Meta[server.MetaReplayed] == true; replayed != (i == 1) || res.IsError {
+			t.Fatalf("call %d with the same key: replayed %v, isError %v (%s)", i+1, replayed, res.IsError, resultText(res))
+		}
+	}
+	if got := r.execs.Load(); got != 61 {
+		t.Fatalf("the upstream ran lookup %d times, want 61 (the replay must not reach it)", got)
+	}
+
+	for _, callers := range []int{1, 2} {
+		m, err := measure(ctx, r, callers, 100*time.Millisecond, 50*time.Millisecond, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.s {
+			s := &m.s[i]
+			if s.calls() == 0 || s.elapsed <= 0 || s.pct(0.5) <= 0 || s.pct(0.99) < s.pct(0.5) {
+				t.Fatalf("%s: %d calls in %s, p50 %s, p99 %s", sideNames[i], s.calls(), s.elapsed, s.pct(0.5), s.pct(0.99))
+			}
+		}
+		if callers == 1 && len(m.steps["toolgen"]["settle"]) == 0 {
+			t.Fatalf("no step timed with one caller: %v", m.steps)
+		}
+		for _, l := range append(m.table(), m.notes()...) {
+			t.Log(l)
+		}
+	}
+}
+
+// sample is what one side did in one or more slices: every call's latency, the wall
+// time, and the process's CPU and heap allocations over it.
+type sample struct {
+	lat     []time.Duration
+	elapsed time.Duration
+	cpu     time.Duration
+	mallocs uint64
+	bytes   uint64
+	sorted  bool
+}
+
+func (s *sample) add(o sample) {
+	s.lat = append(s.lat, o.lat...)
+	s.elapsed += o.elapsed
+	s.cpu += o.cpu
+	s.mallocs += o.mallocs
+	s.bytes += o.bytes
+	s.sorted = false
+}
+
+func (s *sample) calls() int { return len(s.lat) }
+
+func (s *sample) rate() float64 { return float64(s.calls()) / s.elapsed.Seconds() }
+
+// pct is the q-quantile of the latencies (nearest rank).
+func (s *sample) pct(q float64) time.Duration {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	if !s.sorted {
+		slices.Sort(s.lat)
+		s.sorted = true
+	}
+	i := int(math.Ceil(q*float64(len(s.lat)))) - 1
+	return s.lat[max(0, min(i, len(s.lat)-1))]
+}
+
+func (s *sample) perCall(n uint64) float64 { return float64(n) / float64(s.calls()) }
+
+func (s *sample) cpuPerCall() float64 { return float64(s.cpu.Microseconds()) / float64(s.calls()) }
+
+func (s *sample) mean() time.Duration {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range s.lat {
+		sum += d
+	}
+	return sum / time.Duration(len(s.lat))
+}
+
+// runSlice runs callers goroutines making new calls on s for d.
+func runSlice(ctx context.Context, s *side, callers int, d time.Duration) (sample, error) {
+	var ms0, ms1 goruntime.MemStats
+	goruntime.ReadMemStats(&ms0)
+	cpu0 := processCPU()
+	start := time.Now()
+	deadline := start.Add(d)
+	lats := make([][]time.Duration, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			l := make([]time.Duration, 0, 1024)
+			for {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				if err := s.call(ctx); err != nil {
+					errs[i] = err
+					return
+				}
+				l = append(l, time.Since(t0))
+			}
+			lats[i] = l
+		})
+	}
+	wg.Wait()
+	out := sample{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	goruntime.ReadMemStats(&ms1)
+	out.mallocs, out.bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc
+	if err := errors.Join(errs...); err != nil {
+		return out, err
+	}
+	for _, l := range lats {
+		out.lat = append(out.lat, l...)
+	}
+	return out, nil
+}
+
+// The sides of a measurement, in the order of measurement.s.
+const (
+	direct = iota
+	toolgen
+	pipeline
+	nSides
+)
+
+var sideNames = [nSides]string{"direct", "toolgen", "pipeline"}
+
+// measurement is one caller count: every side, each round's p50 overhead and, with one
+// caller, the pipeline's step times.
+type measurement struct {
+	callers       int
+	s             [nSides]sample
+	roundOverhead []time.Duration                       // p50(toolgen) - p50(direct) of each round's slices
+	steps         map[string]map[string][]time.Duration // side -> step -> durations
+	// conns are the TCP connections the upstream [0] and toolgen [1] accepted during
+	// each side's measured slices.
+	conns [nSides][2]int64
+}
+
+// measure warms every side up, then runs rounds of one slice per side, in order on
+// even rounds and in reverse on odd ones, until each side has run cell.
+func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Duration, verbose bool) (*measurement, error) {
+	m := &measurement{callers: callers}
+	sides := [nSides]*side{r.direct, r.toolgen, r.pipeline}
+	if warm > 0 {
+		for _, s := range sides {
+			if _, err := runSlice(ctx, s, callers, warm); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r.steps.take()
+	goruntime.GC()
+	rounds := max(1, int(cell/slice))
+	for round := range rounds {
+		var got [nSides]sample
+		for k := range nSides {
+			i := k
+			if round%2 == 1 {
+				i = nSides - 1 - k
+			}
+			if callers == 1 && i != direct {
+				r.steps.set(sideNames[i])
+			}
+			up0, tg0 := r.upConns.Load(), r.tgConns.Load()
+			sm, err := runSlice(ctx, sides[i], callers, slice)
+			r.steps.set("")
+			m.conns[i][0] += r.upConns.Load() - up0
+			m.conns[i][1] += r.tgConns.Load() - tg0
+			if err != nil {
+				return nil, err
+			}
+			got[i] = sm
+			if verbose {
+				fmt.Fprintf(os.Stderr, "  callers %d round %d %-8s: %6d calls, %7.0f calls/s, p50 %s µs, p99 %s µs\n",
+					callers, round, sideNames[i], sm.calls(), sm.rate(), us(sm.pct(0.5)), us(sm.pct(0.99)))
+			}
+		}
+		m.roundOverhead = append(m.roundOverhead, got[toolgen].pct(0.5)-got[direct].pct(0.5))
+		for i := range got {
+			m.s[i].add(got[i])
+		}
+	}
+	m.steps = r.steps.take()
+	return m, nil
+}
+
+func (m *measurement) overheadP50() time.Duration {
+	return m.s[toolgen].pct(0.5) - m.s[direct].pct(0.5)
+}
+
+// report sets the benchmark's metrics (units benchstat can compare).
+func (m *measurement) report(b *testing.B) {
+	for i := range m.s {
+		s, name := &m.s[i], sideNames[i]
+		b.ReportMetric(microseconds(s.pct(0.5)), name+"-p50-us")
+		b.ReportMetric(microseconds(s.pct(0.9)), name+"-p90-us")
+		b.ReportMetric(microseconds(s.pct(0.99)), name+"-p99-us")
+		b.ReportMetric(s.rate(), name+"-calls/s")
+		b.ReportMetric(s.cpuPerCall(), name+"-CPU-us/call")
+		b.ReportMetric(s.perCall(s.mallocs), name+"-allocs/call")
+	}
+	d, t := &m.s[direct], &m.s[toolgen]
+	b.ReportMetric(microseconds(m.overheadP50()), "overhead-p50-us")
+	b.ReportMetric(microseconds(t.pct(0.99)-d.pct(0.99)), "overhead-p99-us")
+	b.ReportMetric(100*t.rate()/d.rate(), "pct-of-direct-calls/s")
+	b.ReportMetric(float64(t.elapsed.Nanoseconds())/float64(t.calls()), "ns/op")
+	b.ReportMetric(t.perCall(t.mallocs), "allocs/op")
+	b.ReportMetric(t.perCall(t.bytes), "B/op")
+}
+
+const tableHeader = "| callers | side | calls | calls/s | p50 µs | p90 µs | p99 µs | max µs | process CPU µs/call | allocs/call | KiB/call |\n" +
+	"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+
+// table is the measurement's rows of the markdown table (tableHeader): every side and
+// the difference toolgen - direct.
+func (m *measurement) table() []string {
+	var rows []string
+	for i := range m.s {
+		s := &m.s[i]
+		name := sideNames[i]
+		if i == pipeline {
+			name = "(pipeline.Execute in-process)"
+		}
+		rows = append(rows, fmt.Sprintf("| %d | %s | %d | %.0f | %s | %s | %s | %s | %.0f | %.0f | %.0f |", m.callers, name,
+			s.calls(), s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.pct(1)),
+			s.cpuPerCall(), s.perCall(s.mallocs), s.perCall(s.bytes)/1024))
+	}
+	d, t := &m.s[direct], &m.s[toolgen]
+	rows = append(rows, fmt.Sprintf("| %d | **toolgen − direct** | | %.0f %% | **%s** | %s | %s | | %.0f | %.0f | %.0f |", m.callers,
+		100*t.rate()/d.rate(), us(t.pct(0.5)-d.pct(0.5)), us(t.pct(0.9)-d.pct(0.9)), us(t.pct(0.99)-d.pct(0.99)),
+		t.cpuPerCall()-d.cpuPerCall(), t.perCall(t.mallocs)-d.perCall(d.mallocs), (t.perCall(t.bytes)-d.perCall(d.bytes))/1024))
+	return rows
+}
+
+// notes are the verdict against the target, the attribution of the overhead and, with
+// one caller, the pipeline's step times.
+func (m *measurement) notes() []string {
+	r := slices.Clone(m.roundOverhead)
+	slices.Sort(r)
+	met := "met"
+	if m.overheadP50() >= targetP50 {
+		met = "NOT met"
+	}
+	d, t, p := &m.s[direct], &m.s[toolgen], &m.s[pipeline]
+	out := []string{
+		fmt.Sprintf("- %d caller(s): p50 overhead **%s µs** (per round: min %s, median %s, max %s, %d rounds); target < %s µs: **%s**.",
+			m.callers, us(m.overheadP50()), us(r[0]), us(r[len(r)/2]), us(r[len(r)-1]), len(r), us(targetP50), met),
+		fmt.Sprintf("  Attribution (p50 differences): toolgen's own MCP hop (toolgen − pipeline) %s µs; the pipeline around its upstream call (pipeline − direct) %s µs.",
+			us(t.pct(0.5)-p.pct(0.5)), us(p.pct(0.5)-d.pct(0.5))),
+		fmt.Sprintf("  TCP connections opened while measuring (to the upstream / to toolgen): direct %d / %d, toolgen %d / %d, pipeline %d / %d.",
+			m.conns[direct][0], m.conns[direct][1], m.conns[toolgen][0], m.conns[toolgen][1], m.conns[pipeline][0], m.conns[pipeline][1]),
+	}
+	if len(m.steps) > 0 {
+		out = append(out, "", fmt.Sprintf("Pipeline steps, %d caller (time from the end of the previous step; execute is the upstream call through the adapter):", m.callers), "",
+			"| step | toolgen p50 µs | toolgen mean µs | pipeline p50 µs | pipeline mean µs |", "|---|---:|---:|---:|---:|")
+		for _, step := range []string{"validate", "label", "key", "breaker", "policy", "persist", "hold", "execute", "shape", "settle"} {
+			a, b := sample{lat: m.steps["toolgen"][step]}, sample{lat: m.steps["pipeline"][step]}
+			if a.calls() == 0 && b.calls() == 0 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("| %s | %s | %s | %s | %s |", step, us(a.pct(0.5)), us(a.mean()), us(b.pct(0.5)), us(b.mean())))
+		}
+	}
+	return out
+}
+
+func microseconds(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func us(d time.Duration) string { return strconv.FormatFloat(microseconds(d), 'f', 0, 64) }
+
+// processCPU is the user+system CPU this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is /proc/loadavg's first three fields ("?" where there is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func durationEnv(tb testing.TB, name string, def time.Duration) time.Duration {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		tb.Fatalf("%s=%q: want a positive duration", name, v)
+	}
+	return d
+}
+
+func callersEnv(tb testing.TB) []int {
+	tb.Helper()
+	v := os.Getenv("TOOLGEN_BENCH_CALLERS")
+	if v == "" {
+		return []int{1, 4}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			tb.Fatalf("TOOLGEN_BENCH_CALLERS=%q: want positive integers, comma-separated", v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
