@@ -164,9 +164,9 @@ func startServer(tb testing.TB, h http.Handler, conns *atomic.Int64) *httptest.S
 	return s
 }
 
-// adapterHTTPClient is the upstream adapter's HTTP client: nil (http.DefaultClient,
-// whose transport keeps 2 idle connections per host) as `toolrun serve` has it, or,
-// with TOOLGEN_BENCH_ADAPTER_IDLE=N, the default transport keeping N (a what-if).
+// adapterHTTPClient is the upstream adapter's HTTP client: nil (mcp/upstream's own
+// default, which keeps 64 idle connections per host) as `toolrun serve` has it, or, with
+// TOOLGEN_BENCH_ADAPTER_IDLE=N, the default transport keeping N (a what-if).
 func adapterHTTPClient(tb testing.TB) *http.Client {
 	tb.Helper()
 	v := os.Getenv("TOOLGEN_BENCH_ADAPTER_IDLE")

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,7 +130,11 @@ func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args 
 			return runtime.ToolResult{}, err
 		}
 	}
-	res, err := safeCall(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) { return cs.CallTool(ctx, params) })
+	res, err := safeCall(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		callCtx, release := detachedUntilDone(ctx)
+		defer release()
+		return cs.CallTool(callCtx, params)
+	})
 	if err != nil {
 		return callError(ctx, t.spec.Name, "tools/call", err)
 	}
@@ -137,6 +142,27 @@ func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args 
 		return t.up.declineInput(ctx, t.spec.Name, res.InputRequests), nil
 	}
 	return mapCallResult(ctx, tc, t.spec, res), nil
+}
+
+// drainGrace is how long a request's context outlives the answer, so that the HTTP
+// transport can finish reading the response and keep its connection.
+const drainGrace = 5 * time.Second
+
+// detachedUntilDone returns a context for one request that is cancelled when ctx is
+// (a deadline or a caller's cancel still stops the request at once), but not merely
+// because the call returned: the go-sdk hands back the result before it has read the
+// rest of the HTTP response, and the pipeline cancels the call's context as soon as the
+// tool returns, which made the transport drop the kept-alive connection on 7-30 % of
+// calls (a new TCP — for a remote server, TLS — handshake each time; see mcp/bench).
+// release, called when the request returned, cancels the context after drainGrace.
+func detachedUntilDone(ctx context.Context) (context.Context, func()) {
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return callCtx, func() {
+		if stop() { // ctx is not done: let the response finish, then release
+			time.AfterFunc(drainGrace, cancel)
+		}
+	}
 }
 
 // callError maps an error of a request: a JSON-RPC error is the server's answer (a

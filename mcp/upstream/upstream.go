@@ -89,7 +89,7 @@ type Options struct {
 	Tenant string
 	// Logger receives the adapter's log lines; nil discards them.
 	Logger *slog.Logger
-	// HTTPClient is used for an operator's HTTP server (nil: http.DefaultClient). Put
+	// HTTPClient is used for an operator's HTTP server (nil: a client like http.DefaultClient that keeps 64 idle connections per host). Put
 	// authentication or request logging in its RoundTripper (never wrap the transport in
 	// mcp.LoggingTransport: it silently disables the SSE stream that carries
 	// list_changed). A tenant server always uses Egress.HTTPClient; setting HTTPClient for
@@ -312,6 +312,17 @@ func transportKind(o *Options) string {
 	}
 }
 
+// operatorHTTPClient is the HTTP client of operator servers when Options.HTTPClient is
+// nil: http.DefaultTransport's settings, but it keeps as many idle connections per host
+// as concurrent calls are likely, where the default keeps 2 and every further concurrent
+// call opened (and then dropped) a connection of its own (mcp/bench measured 55-230 new
+// connections per 2,000 calls at 4 callers).
+var operatorHTTPClient = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr}
+}()
+
 func buildTransport(o *Options) (mcp.Transport, error) {
 	s := o.Server
 	switch {
@@ -327,8 +338,11 @@ func buildTransport(o *Options) (mcp.Transport, error) {
 		}, nil
 	default:
 		client := o.HTTPClient
-		if s.ConfiguredBy == "tenant" {
+		switch {
+		case s.ConfiguredBy == "tenant":
 			client = o.Egress.HTTPClient()
+		case client == nil:
+			client = operatorHTTPClient
 		}
 		return &mcp.StreamableClientTransport{
 			Endpoint: s.HTTP.URL, HTTPClient: boundedClient(client, o.MaxMessageBytes), MaxEventSize: o.MaxMessageBytes,
