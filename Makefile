@@ -50,12 +50,13 @@ stale:
 unit:
 	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 
-## bench: generation and pipeline benchmarks (figures go to BENCHMARKS.md; PostgreSQL
-## ones need TOOLGEN_PG_DSN and pgbench).
+## bench: generation, pipeline, store and MCP benchmarks (figures go to BENCHMARKS.md;
+## PostgreSQL ones need TOOLGEN_PG_DSN and pgbench).
 bench:
 	$(GO) test -run XXX -bench . -benchmem -count 3 ./codegen/ ./spec/
 	$(GO) test -run XXX -bench BenchmarkPipelineOverhead -benchmem -count 5 ./runtime/bench/
 	$(GO) test -run XXX -bench 'BenchmarkPostgresCalls|BenchmarkSQLiteCalls' -benchtime 1x -timeout 30m ./runtime/bench/
+	$(GO) test -run XXX -bench BenchmarkServeOverhead -benchtime 1x -v ./mcp/bench/
 
 ## fuzz: fuzz the spec loader for every file kind and the schema fast path.
 fuzz:
