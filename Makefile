@@ -58,8 +58,9 @@ bench:
 	$(GO) test -run XXX -bench 'BenchmarkPostgresCalls|BenchmarkSQLiteCalls' -benchtime 1x -timeout 30m ./runtime/bench/
 	$(GO) test -run XXX -bench BenchmarkServeOverhead -benchtime 1x -v ./mcp/bench/
 
-## fuzz: fuzz the spec loader for every file kind and the schema fast path.
+## fuzz: fuzz the spec loader, the schema fast path and MCP name normalization.
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./spec/
 	$(GO) test -run XXX -fuzz 'FuzzValid$$' -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
 	$(GO) test -run XXX -fuzz FuzzValidSchema -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
+	$(GO) test -run XXX -fuzz FuzzNormalizeName -fuzztime $(FUZZTIME) ./mcp/upstream/
