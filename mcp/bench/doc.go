@@ -2,8 +2,10 @@
 // through toolgen's MCP server (what `toolrun serve --http` runs) to an upstream
 // go-sdk server, against the same client calling that upstream directly, in one run.
 //
-// Everything is in the test files; this package has no code of its own.
-// BenchmarkServeOverhead assembles, in one process:
+// Everything is in the test files (and the upstream's main, internal/upstream); this
+// package has no code of its own. There are two benchmarks: BenchmarkServeOverhead,
+// everything in one process, and BenchmarkServeOverheadProcesses, the three parties in
+// separate processes (below). BenchmarkServeOverhead assembles, in one process:
 //
 //   - an upstream go-sdk server with one read tool, lookup ({"key": string} in, a
 //     small structured result out, no I/O), served over Streamable HTTP on
@@ -44,13 +46,39 @@
 //
 //	go test -run XXX -bench BenchmarkServeOverhead -benchtime 1x -v ./mcp/bench/
 //
-// `go test` without -bench runs only TestServeSmoke: 20 calls each way (and 20 through
+// (-bench BenchmarkServeOverhead matches both benchmarks; anchor it, 'BenchmarkServeOverhead$',
+// for the one-process one alone.)
+//
+// BenchmarkServeOverheadProcesses runs the parties as a deployment does, in separate OS
+// processes, so that neither the clients' nor the upstream's garbage (the go-sdk
+// allocates some 32 KiB per decoded message) is collected in toolgen's process. It
+// builds, with `go build` from the module root into a temporary directory, toolrun
+// (./cmd/toolrun) and the upstream (./mcp/bench/internal/upstream: the same lookup tool,
+// Streamable HTTP at /mcp on --addr, printing "listening ADDR"). It starts the upstream
+// on a free port, writes a spec root whose servers/bench.yaml classifies it as the
+// one-process rig does (operator, http://127.0.0.1:PORT/mcp, read, low, idempotent,
+// scope mcp.bench), and starts `toolrun serve --http 127.0.0.1:0 --dir SPECROOT`, which
+// connects the upstream and keeps its SQLite store in SPECROOT/.toolrun (TOOLRUN_DB is
+// removed from its environment). This process runs only the two clients, direct and
+// toolgen (there is no pipeline side); the sides, slices, knobs and table are the same,
+// plus each side's CPU per call of the toolrun and upstream processes (user+system time
+// from /proc/PID/stat, in 10 ms ticks, over the side's slices). The processes get SIGINT
+// at the end, SIGKILL 3 s later. One more knob: TOOLGEN_BENCH_TOOLRUN_GOGC=N sets GOGC in
+// toolrun's environment only (GOGC itself reaches all three processes);
+// TOOLGEN_BENCH_ADAPTER_IDLE does not apply (toolrun's adapter is its own):
+//
+//	go test -run XXX -bench BenchmarkServeOverheadProcesses -benchtime 1x -v ./mcp/bench/
+//
+// `go test` without -bench runs only TestServeSmoke and TestServeSmokeProcesses (20 calls
+// each way between processes and a tiny measurement, a few seconds with the binaries'
+// build; -short skips it). TestServeSmoke is 20 calls each way (and 20 through
 // the pipeline alone), a replay check, and the measurement code on 100 ms cells — about
 // a second.
 //
 // Imports: the test files assemble a host from the libraries (runtime, a store
 // driver, mcp/upstream, mcp/server, tools, spec) and the go-sdk. They must never
 // import cmd, codegen or internal/toolruncli: the benchmark measures the parts
-// `toolrun serve` is made of, not the CLI's flag handling. Nothing imports this
+// `toolrun serve` is made of, not the CLI's flag handling (the process benchmark runs
+// the toolrun binary, it does not import it). Nothing imports this
 // package.
 package bench

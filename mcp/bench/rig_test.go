@@ -59,8 +59,12 @@ type rig struct {
 	// toolgenCS and toolgenTool are the toolgen side's session and tool name.
 	toolgenCS   *mcp.ClientSession
 	toolgenTool string
-	// upConns and tgConns count the TCP connections the upstream and toolgen accept.
+	// upConns and tgConns count the TCP connections the upstream and toolgen accept
+	// (in one process; with separate processes they stay at zero).
 	upConns, tgConns *atomic.Int64
+	// procs are toolrun and the upstream when they run as processes of their own
+	// (procsRig): every slice reads their CPU. Nil in one process.
+	procs []*proc
 }
 
 // newRig assembles everything; tb.Cleanup tears it down.

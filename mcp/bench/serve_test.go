@@ -35,12 +35,17 @@ const (
 func BenchmarkServeOverhead(b *testing.B) {
 	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
 	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
+	runBenchmark(b, newRig(b), cell, slice, "one process")
+}
+
+// runBenchmark measures r for every caller count of TOOLGEN_BENCH_CALLERS and logs the
+// table; mode names the rig's assembly in the table's heading.
+func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) {
 	callers := callersEnv(b)
 	verbose := os.Getenv("TOOLGEN_BENCH_SLICES") != ""
-	r := newRig(b)
 	ctx := context.Background()
-	head := fmt.Sprintf("GOMAXPROCS %d, %s per side and caller count in slices of %s; load average at the start %s",
-		goruntime.GOMAXPROCS(0), cell, slice, loadAverage())
+	head := fmt.Sprintf("%s; GOMAXPROCS %d, %d CPUs, %s per side and caller count in slices of %s; load average at the start %s",
+		mode, goruntime.GOMAXPROCS(0), goruntime.NumCPU(), cell, slice, loadAverage())
 	var rows []string
 	for k, c := range callers {
 		b.Run("callers="+strconv.Itoa(c), func(b *testing.B) {
@@ -56,7 +61,7 @@ func BenchmarkServeOverhead(b *testing.B) {
 			if k == len(callers)-1 {
 				tab = rows
 			}
-			b.Logf("%s, at the end %s\n\n%s\n%s\n\n%s", head, loadAverage(), tableHeader, strings.Join(tab, "\n"), strings.Join(m.notes(), "\n"))
+			b.Logf("%s, at the end %s\n\n%s\n%s\n\n%s", head, loadAverage(), m.header(), strings.Join(tab, "\n"), strings.Join(m.notes(), "\n"))
 		})
 	}
 }
@@ -119,6 +124,7 @@ type sample struct {
 	lat     []time.Duration
 	elapsed time.Duration
 	cpu     time.Duration
+	ext     []time.Duration // the CPU of each of the rig's other processes (rig.procs)
 	mallocs uint64
 	bytes   uint64
 	sorted  bool
@@ -128,6 +134,12 @@ func (s *sample) add(o sample) {
 	s.lat = append(s.lat, o.lat...)
 	s.elapsed += o.elapsed
 	s.cpu += o.cpu
+	if s.ext == nil {
+		s.ext = make([]time.Duration, len(o.ext))
+	}
+	for i, d := range o.ext {
+		s.ext[i] += d
+	}
 	s.mallocs += o.mallocs
 	s.bytes += o.bytes
 	s.sorted = false
@@ -154,6 +166,11 @@ func (s *sample) perCall(n uint64) float64 { return float64(n) / float64(s.calls
 
 func (s *sample) cpuPerCall() float64 { return float64(s.cpu.Microseconds()) / float64(s.calls()) }
 
+// extPerCall is the CPU per call, in µs, of the rig's other process i.
+func (s *sample) extPerCall(i int) float64 {
+	return float64(s.ext[i].Microseconds()) / float64(s.calls())
+}
+
 func (s *sample) mean() time.Duration {
 	if len(s.lat) == 0 {
 		return 0
@@ -165,10 +182,15 @@ func (s *sample) mean() time.Duration {
 	return sum / time.Duration(len(s.lat))
 }
 
-// runSlice runs callers goroutines making new calls on s for d.
-func runSlice(ctx context.Context, s *side, callers int, d time.Duration) (sample, error) {
+// runSlice runs callers goroutines making new calls on s for d, charging it the CPU
+// of this process and of procs.
+func runSlice(ctx context.Context, s *side, callers int, d time.Duration, procs []*proc) (sample, error) {
 	var ms0, ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
+	ext0 := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		ext0[i] = p.cpu()
+	}
 	cpu0 := processCPU()
 	start := time.Now()
 	deadline := start.Add(d)
@@ -193,7 +215,10 @@ func runSlice(ctx context.Context, s *side, callers int, d time.Duration) (sampl
 		})
 	}
 	wg.Wait()
-	out := sample{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	out := sample{elapsed: time.Since(start), cpu: processCPU() - cpu0, ext: make([]time.Duration, len(procs))}
+	for i, p := range procs {
+		out.ext[i] = p.cpu() - ext0[i]
+	}
 	goruntime.ReadMemStats(&ms1)
 	out.mallocs, out.bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc
 	if err := errors.Join(errs...); err != nil {
@@ -219,6 +244,7 @@ var sideNames = [nSides]string{"direct", "toolgen", "pipeline"}
 // caller, the pipeline's step times.
 type measurement struct {
 	callers       int
+	procs         []string // the names of the rig's other processes (rig.procs)
 	s             [nSides]sample
 	roundOverhead []time.Duration                       // p50(toolgen) - p50(direct) of each round's slices
 	steps         map[string]map[string][]time.Duration // side -> step -> durations
@@ -231,10 +257,16 @@ type measurement struct {
 // even rounds and in reverse on odd ones, until each side has run cell.
 func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Duration, verbose bool) (*measurement, error) {
 	m := &measurement{callers: callers}
+	for _, p := range r.procs {
+		m.procs = append(m.procs, p.name)
+	}
 	sides := [nSides]*side{r.direct, r.toolgen, r.pipeline}
 	if warm > 0 {
 		for _, s := range sides {
-			if _, err := runSlice(ctx, s, callers, warm); err != nil {
+			if s == nil {
+				continue
+			}
+			if _, err := runSlice(ctx, s, callers, warm, r.procs); err != nil {
 				return nil, err
 			}
 		}
@@ -249,11 +281,14 @@ func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Du
 			if round%2 == 1 {
 				i = nSides - 1 - k
 			}
+			if sides[i] == nil {
+				continue
+			}
 			if callers == 1 && i != direct {
 				r.steps.set(sideNames[i])
 			}
 			up0, tg0 := r.upConns.Load(), r.tgConns.Load()
-			sm, err := runSlice(ctx, sides[i], callers, slice)
+			sm, err := runSlice(ctx, sides[i], callers, slice, r.procs)
 			r.steps.set("")
 			m.conns[i][0] += r.upConns.Load() - up0
 			m.conns[i][1] += r.tgConns.Load() - tg0
@@ -268,7 +303,9 @@ func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Du
 		}
 		m.roundOverhead = append(m.roundOverhead, got[toolgen].pct(0.5)-got[direct].pct(0.5))
 		for i := range got {
-			m.s[i].add(got[i])
+			if sides[i] != nil {
+				m.s[i].add(got[i])
+			}
 		}
 	}
 	m.steps = r.steps.take()
@@ -283,6 +320,12 @@ func (m *measurement) overheadP50() time.Duration {
 func (m *measurement) report(b *testing.B) {
 	for i := range m.s {
 		s, name := &m.s[i], sideNames[i]
+		if s.calls() == 0 {
+			continue // the side is not in the rig
+		}
+		for k, p := range m.procs {
+			b.ReportMetric(s.extPerCall(k), name+"-"+p+"-CPU-us/call")
+		}
 		b.ReportMetric(microseconds(s.pct(0.5)), name+"-p50-us")
 		b.ReportMetric(microseconds(s.pct(0.9)), name+"-p90-us")
 		b.ReportMetric(microseconds(s.pct(0.99)), name+"-p99-us")
@@ -299,28 +342,53 @@ func (m *measurement) report(b *testing.B) {
 	b.ReportMetric(t.perCall(t.bytes), "B/op")
 }
 
-const tableHeader = "| callers | side | calls | calls/s | p50 µs | p90 µs | p99 µs | max µs | process CPU µs/call | allocs/call | KiB/call |\n" +
-	"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+// header is the heading of the markdown table of table(): with other processes, the
+// process columns are this one's (the clients') and then one per other process.
+func (m *measurement) header() string {
+	cpu, align := "process CPU µs/call", ""
+	if len(m.procs) > 0 {
+		cpu = "clients' CPU µs/call"
+		for _, p := range m.procs {
+			cpu += " | " + p + " CPU µs/call"
+			align += "---:|"
+		}
+	}
+	return "| callers | side | calls | calls/s | p50 µs | p90 µs | p99 µs | max µs | " + cpu + " | allocs/call | KiB/call |\n" +
+		"|---:|---|---:|---:|---:|---:|---:|---:|---:|" + align + "---:|---:|"
+}
 
-// table is the measurement's rows of the markdown table (tableHeader): every side and
-// the difference toolgen - direct.
+// table is the measurement's rows of the markdown table (header): every side and the
+// difference toolgen - direct.
 func (m *measurement) table() []string {
 	var rows []string
 	for i := range m.s {
 		s := &m.s[i]
+		if s.calls() == 0 {
+			continue // the side is not in the rig
+		}
 		name := sideNames[i]
 		if i == pipeline {
 			name = "(pipeline.Execute in-process)"
 		}
-		rows = append(rows, fmt.Sprintf("| %d | %s | %d | %.0f | %s | %s | %s | %s | %.0f | %.0f | %.0f |", m.callers, name,
+		rows = append(rows, fmt.Sprintf("| %d | %s | %d | %.0f | %s | %s | %s | %s | %.0f%s | %.0f | %.0f |", m.callers, name,
 			s.calls(), s.rate(), us(s.pct(0.5)), us(s.pct(0.9)), us(s.pct(0.99)), us(s.pct(1)),
-			s.cpuPerCall(), s.perCall(s.mallocs), s.perCall(s.bytes)/1024))
+			s.cpuPerCall(), m.extCells(func(k int) float64 { return s.extPerCall(k) }), s.perCall(s.mallocs), s.perCall(s.bytes)/1024))
 	}
 	d, t := &m.s[direct], &m.s[toolgen]
-	rows = append(rows, fmt.Sprintf("| %d | **toolgen − direct** | | %.0f %% | **%s** | %s | %s | | %.0f | %.0f | %.0f |", m.callers,
+	rows = append(rows, fmt.Sprintf("| %d | **toolgen − direct** | | %.0f %% | **%s** | %s | %s | | %.0f%s | %.0f | %.0f |", m.callers,
 		100*t.rate()/d.rate(), us(t.pct(0.5)-d.pct(0.5)), us(t.pct(0.9)-d.pct(0.9)), us(t.pct(0.99)-d.pct(0.99)),
-		t.cpuPerCall()-d.cpuPerCall(), t.perCall(t.mallocs)-d.perCall(d.mallocs), (t.perCall(t.bytes)-d.perCall(d.bytes))/1024))
+		t.cpuPerCall()-d.cpuPerCall(), m.extCells(func(k int) float64 { return t.extPerCall(k) - d.extPerCall(k) }),
+		t.perCall(t.mallocs)-d.perCall(d.mallocs), (t.perCall(t.bytes)-d.perCall(d.bytes))/1024))
 	return rows
+}
+
+// extCells are the table cells of the other processes' CPU per call, f(k) for process k.
+func (m *measurement) extCells(f func(k int) float64) string {
+	var b strings.Builder
+	for k := range m.procs {
+		fmt.Fprintf(&b, " | %.0f", f(k))
+	}
+	return b.String()
 }
 
 // notes are the verdict against the target, the attribution of the overhead and, with
@@ -336,10 +404,15 @@ func (m *measurement) notes() []string {
 	out := []string{
 		fmt.Sprintf("- %d caller(s): p50 overhead **%s µs** (per round: min %s, median %s, max %s, %d rounds); target < %s µs: **%s**.",
 			m.callers, us(m.overheadP50()), us(r[0]), us(r[len(r)/2]), us(r[len(r)-1]), len(r), us(targetP50), met),
-		fmt.Sprintf("  Attribution (p50 differences): toolgen's own MCP hop (toolgen − pipeline) %s µs; the pipeline around its upstream call (pipeline − direct) %s µs.",
-			us(t.pct(0.5)-p.pct(0.5)), us(p.pct(0.5)-d.pct(0.5))),
-		fmt.Sprintf("  TCP connections opened while measuring (to the upstream / to toolgen): direct %d / %d, toolgen %d / %d, pipeline %d / %d.",
-			m.conns[direct][0], m.conns[direct][1], m.conns[toolgen][0], m.conns[toolgen][1], m.conns[pipeline][0], m.conns[pipeline][1]),
+	}
+	if p.calls() > 0 {
+		out = append(out,
+			fmt.Sprintf("  Attribution (p50 differences): toolgen's own MCP hop (toolgen − pipeline) %s µs; the pipeline around its upstream call (pipeline − direct) %s µs.",
+				us(t.pct(0.5)-p.pct(0.5)), us(p.pct(0.5)-d.pct(0.5))),
+			fmt.Sprintf("  TCP connections opened while measuring (to the upstream / to toolgen): direct %d / %d, toolgen %d / %d, pipeline %d / %d.",
+				m.conns[direct][0], m.conns[direct][1], m.conns[toolgen][0], m.conns[toolgen][1], m.conns[pipeline][0], m.conns[pipeline][1]))
+	} else {
+		out = append(out, "  Separate processes: CPU per call is each process's user+system time (/proc/PID/stat, 10 ms ticks) over a side's slices divided by its calls; allocs and KiB are the clients' (this process's).")
 	}
 	if len(m.steps) > 0 {
 		out = append(out, "", fmt.Sprintf("Pipeline steps, %d caller (time from the end of the previous step; execute is the upstream call through the adapter):", m.callers), "",

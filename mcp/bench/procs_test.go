@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgen/toolgen/internal/names"
+)
+
+// BenchmarkServeOverheadProcesses is BenchmarkServeOverhead with the three parties in
+// separate OS processes, as deployed (doc.go): the upstream (./internal/upstream) and
+// `toolrun serve --http` (./cmd/toolrun), both built into a temporary directory, and
+// this process running only the two clients. There is no pipeline side. Run it with
+// -benchtime 1x and -v.
+func BenchmarkServeOverheadProcesses(b *testing.B) {
+	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
+	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
+	r := procsRig(b)
+	mode := "separate processes (toolrun pid " + strconv.Itoa(r.procs[0].cmd.Process.Pid) + ")"
+	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
+		mode += ", toolrun GOGC=" + g
+	}
+	runBenchmark(b, r, cell, slice, mode)
+}
+
+// TestServeSmokeProcesses proves the process assembly: 20 calls each way and a tiny
+// measurement. It builds two binaries (a few seconds with a warm build cache), so -short
+// skips it.
+func TestServeSmokeProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds toolrun and the upstream: not in -short")
+	}
+	r := procsRig(t)
+	ctx := context.Background()
+	for _, s := range []*side{r.direct, r.toolgen} {
+		for range 20 {
+			if err := s.call(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m, err := measure(ctx, r, 1, 100*time.Millisecond, 50*time.Millisecond, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{direct, toolgen} {
+		if s := &m.s[i]; s.calls() == 0 || s.pct(0.5) <= 0 || len(s.ext) != 2 {
+			t.Fatalf("%s: %d calls, p50 %s, %d processes' CPU", sideNames[i], s.calls(), s.pct(0.5), len(s.ext))
+		}
+	}
+	for _, l := range append(m.table(), m.notes()...) {
+		t.Log(l)
+	}
+}
+
+// procsRig builds toolrun and the upstream, starts the upstream, writes a spec root
+// whose servers/bench.yaml classifies it as newRig does, starts `toolrun serve --http`
+// on it (SQLite in SPECROOT/.toolrun), and connects one client to each. The processes
+// are stopped (SIGINT, then SIGKILL) after the clients close.
+func procsRig(tb testing.TB) *rig {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	bin := buildBinaries(tb)
+
+	up := startProc(tb, "upstream", filepath.Join(bin, "upstream"), nil, os.Environ(), "listening ")
+	upstreamURL := "http://" + up.addr + "/mcp"
+
+	root := tb.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "servers"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	yaml := "server_id: " + serverID + "\n" +
+		"description: The benchmark's upstream (mcp/bench/internal/upstream).\n" +
+		"configured_by: operator\n" +
+		"transport:\n  http:\n    url: " + upstreamURL + "\n" +
+		"classification:\n  side_effect: read\n  risk: low\n  idempotency: idempotent\n  required_scopes: [mcp." + serverID + "]\n" +
+		"resources: hide\nprompts: hide\n"
+	if err := os.WriteFile(filepath.Join(root, "servers", serverID+".yaml"), []byte(yaml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	// toolrun's environment: this one without TOOLRUN_DB (the store is SQLite in the
+	// spec root), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TOOLRUN_DB=") {
+			env = append(env, kv)
+		}
+	}
+	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
+		env = append(env, "GOGC="+g)
+	}
+	tr := startProc(tb, "toolrun", filepath.Join(bin, "toolrun"),
+		[]string{"serve", "--http", "127.0.0.1:0", "--dir", root}, env, "toolrun: serving MCP on http://")
+
+	hc := benchHTTPClient()
+	tb.Cleanup(hc.CloseIdleConnections)
+	return &rig{
+		direct:  mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
+		toolgen: mcpSide("toolgen", names.Wire("mcp."+serverID+".lookup"), connect(tb, ctx, "http://"+tr.addr+"/mcp", hc)),
+		steps:   &stepTimer{}, upConns: new(atomic.Int64), tgConns: new(atomic.Int64),
+		procs: []*proc{tr, up},
+	}
+}
+
+// buildBinaries builds toolrun and the upstream into a temporary directory, from the
+// module root (the first directory up from here holding go.mod).
+func buildBinaries(tb testing.TB) string {
+	tb.Helper()
+	root, err := filepath.Abs(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			tb.Fatal("no go.mod above the test's directory")
+		}
+		root = parent
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Fatalf("go not on PATH: %v", err)
+	}
+	bin := tb.TempDir()
+	cmd := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is a process of the rig: its command, the address it serves on, and its output
+// (kept for the failure messages).
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	out  strings.Builder
+}
+
+// startProc starts path with args and env and waits (up to 30 s) for the line of its
+// output (stdout or stderr) that starts with ready, followed by its address: host:port,
+// up to the next "/", "," or space. tb.Cleanup stops it: SIGINT, then SIGKILL after 3 s.
+func startProc(tb testing.TB, name, path string, args, env []string, ready string) *proc {
+	tb.Helper()
+	p := &proc{name: name, cmd: exec.Command(path, args...)}
+	p.cmd.Env = env
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { p.cmd.Wait(); pw.Close(); close(exited) }()
+	tb.Cleanup(func() {
+		p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			p.cmd.Process.Kill()
+			<-exited
+		}
+	})
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.out.WriteString(line + "\n")
+			p.mu.Unlock()
+			if rest, ok := strings.CutPrefix(line, ready); ok {
+				if i := strings.IndexAny(rest, "/, "); i >= 0 {
+					rest = rest[:i]
+				}
+				select {
+				case addrc <- rest:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case p.addr = <-addrc:
+		return p
+	case <-exited:
+		tb.Fatalf("%s exited before serving: %v\n%s", name, p.cmd.ProcessState, p.output())
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("%s did not serve within 30 s:\n%s", name, p.output())
+	}
+	return nil
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// clockTick is the unit of /proc/PID/stat's utime and stime: USER_HZ, 100 on Linux.
+const clockTick = 10 * time.Millisecond
+
+// cpu is the user+system CPU the process has used (0 where /proc is missing).
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's ")": state is the 3rd field, utime the 14th.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * clockTick
+}
