@@ -713,6 +713,7 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 	if c.recordOnce {
 		params := p.insertParams(c)
 		params.Status, params.ReasonCode, params.Outcome = status, string(o.ReasonCode), mustJSON(o)
+		params.Relaxed = true // a lost read record only means the read runs again
 		inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("runtime: record outcome: %w", err)

@@ -150,6 +150,13 @@ type InsertParams struct {
 	Outcome                                  json.RawMessage
 	Owner                                    string        // RUNNING only
 	Lease                                    time.Duration // RUNNING only
+	// Relaxed marks the terminal row of a record-once call (an idempotent none/read
+	// call, RT-3): losing it to a power failure — never to a process crash — only means
+	// the read runs again when the caller retries, exactly as if it had crashed before
+	// step 13. A driver may then commit without waiting for the disk (SQLite: this one
+	// commit with synchronous=NORMAL; the next FULL commit makes it durable too).
+	// Drivers that cannot relax one commit ignore it (PostgreSQL).
+	Relaxed bool
 }
 
 // Settlement is the terminal write of an attempt (step 13).

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,7 +230,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if p.Status == store.StatusRunning {
 		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
 	}
-	inv, err := scanInvocation(s.w.insert.QueryRowContext(ctx,
+	args := []any{
 		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
 		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
 		sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
@@ -238,7 +239,15 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
 		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
 		sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
-		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt)))
+		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt),
+	}
+	var inv *store.Invocation
+	var err error
+	if p.Relaxed && p.Status.Terminal() {
+		inv, err = s.insertRelaxed(ctx, args)
+	} else {
+		inv, err = scanInvocation(s.w.insert.QueryRowContext(ctx, args...))
+	}
 	if !errors.Is(err, store.ErrNotFound) {
 		if err != nil {
 			return nil, false, err
@@ -253,6 +262,42 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		return nil, false, err
 	}
 	return inv, false, nil
+}
+
+// insertRelaxed runs the insert of a record-once row (store.InsertParams.Relaxed)
+// committed with synchronous=NORMAL: in WAL mode the commit reaches the OS but is not
+// fsynced, and the next FULL commit (every other write) fsyncs the WAL and so makes it
+// durable too. It holds the one writer connection from the PRAGMA to the PRAGMA back,
+// so no other write can ever commit with NORMAL; if FULL cannot be restored the
+// connection is discarded, and the pool opens a new one with the DSN's FULL.
+// ErrNotFound, as from the autocommit insert, means the key exists.
+func (s *Store) insertRelaxed(ctx context.Context, args []any) (*store.Invocation, error) {
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	// tx.StmtContext reuses the statement prepared on this connection at Open.
+	inv, err := scanInvocation(tx.StmtContext(ctx, s.w.insert).QueryRowContext(ctx, args...))
+	if err != nil {
+		return nil, errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return inv, nil
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

@@ -82,6 +82,7 @@ var tests = []struct {
 	{"Insert_Running_LeaseByDatabaseClock", testInsertRunningLeaseByDatabaseClock},
 	{"Insert_Terminal_RecordsOutcomeOnce", testInsertTerminalRecordsOutcomeOnce},
 	{"Insert_DuplicateKey_ReturnsExisting", testInsertDuplicateKeyReturnsExisting},
+	{"Insert_Relaxed_RoundTrips", testInsertRelaxedRoundTrips},
 	{"Release_BackToPending_ThenReclaimable", testReleaseBackToPending},
 	{"Release_ZombieFence_LeaseLost", testReleaseZombieFence},
 	{"GetByResumeToken_FindsSuspendedRow", testGetByResumeToken},
