@@ -27,6 +27,7 @@ const usage = `toolgen checks tool, server, protocol and policy specs and genera
 Usage:
 	toolgen check [-format text|json|github] [DIR]
 	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
+	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
 	toolgen schema tool|server|protocol|policy
 	toolgen version
 
@@ -46,6 +47,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(rest, stdout, stderr)
 	case "generate":
 		return runGenerate(rest, stdout, stderr)
+	case "diff":
+		return runDiff(rest, stdout, stderr)
 	case "schema":
 		return runSchema(rest, stdout, stderr)
 	case "version":

@@ -1,0 +1,352 @@
+package toolgencli
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/spec/specdiff"
+)
+
+const diffUsage = `Usage:
+	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
+
+Compares the spec tree DIR (default ".") with a previous one: OLD_DIR, or DIR as it is
+at the git ref REF (read with git archive, no checkout). Each finding has a stable rule
+name, a severity (weakens, breaking, info) and the current and previous locations.
+Exit status: 0 when nothing of a --fail-on severity changed (default weakens,breaking),
+1 otherwise, 2 on a usage error or a tree whose YAML cannot be read.
+`
+
+// runDiff is `toolgen diff [--against REF | OLD_DIR] [-format F] [--fail-on LIST] [DIR]`.
+//
+// Both trees are loaded as `toolgen check` loads them; a tree with check findings is
+// still compared (the diff is about what changed, check is about what is wrong), but a
+// tree holding a file whose YAML cannot be read at all is refused with exit 2: such a file
+// loads as nothing, and comparing would report everything in it as removed or added.
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("diff", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, diffUsage) }
+	format := fs.String("format", "text", "output format: text, json, github or markdown")
+	against := fs.String("against", "", "compare with this git ref of the repository holding DIR (instead of OLD_DIR)")
+	failOn := fs.String("fail-on", "weakens,breaking", "severities that make the exit status 1: weakens, breaking (comma-separated), or none")
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError(err, stderr)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch *format {
+	case "text", "json", "github", "markdown":
+	default:
+		return usageError(fmt.Errorf("unknown -format %q: use text, json, github or markdown", *format), stderr)
+	}
+	fail := map[specdiff.Severity]bool{}
+	for _, s := range strings.Split(*failOn, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "weakens", "breaking":
+			fail[specdiff.Severity(s)] = true
+		case "none":
+		default:
+			return usageError(fmt.Errorf("unknown --fail-on %q: use weakens, breaking (comma-separated) or none", s), stderr)
+		}
+	}
+	var oldDir, dir string
+	switch {
+	case *against != "" && len(positional) <= 1:
+		dir = "."
+		if len(positional) == 1 {
+			dir = positional[0]
+		}
+	case *against == "" && len(positional) == 1:
+		oldDir, dir = positional[0], "."
+	case *against == "" && len(positional) == 2:
+		oldDir, dir = positional[0], positional[1]
+	default:
+		return usageError(errors.New("diff compares two trees: toolgen diff --against REF [DIR] or toolgen diff OLD_DIR [DIR]"), stderr)
+	}
+
+	cur, code := loadForDiff(dir, dir, stderr)
+	if cur == nil {
+		return code
+	}
+	var prev *spec.Tree
+	if *against != "" {
+		tmp, err := gitTree(dir, *against)
+		if tmp != "" {
+			defer os.RemoveAll(tmp)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "toolgen: --against %s: %v\n", *against, err)
+			return ExitUsage
+		}
+		// Display the previous tree's paths as the current ones are displayed, so
+		// "previously tools/x.yaml:4:1" names the same file at the ref.
+		prev, code = loadForDiff(tmp, dir, stderr)
+	} else {
+		prev, code = loadForDiff(oldDir, oldDir, stderr)
+	}
+	if prev == nil {
+		return code
+	}
+
+	findings := specdiff.Compare(prev, cur)
+	var err error
+	switch *format {
+	case "json":
+		if findings == nil {
+			findings = []specdiff.Finding{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(findings)
+	case "github":
+		err = writeDiffGitHub(stdout, findings)
+	case "markdown":
+		err = writeDiffMarkdown(stdout, findings)
+	default:
+		err = writeDiffText(stdout, findings)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: %v\n", err)
+		return ExitUsage
+	}
+	for _, f := range findings {
+		if fail[f.Severity] {
+			return ExitFindings
+		}
+	}
+	return ExitOK
+}
+
+// loadForDiff loads dir, displayed as display. It refuses (nil, ExitUsage) a tree that
+// cannot be read or holds unreadable YAML.
+func loadForDiff(dir, display string, stderr io.Writer) (*spec.Tree, int) {
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("%s is not a directory", dir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: %v\n", err)
+		return nil, ExitUsage
+	}
+	tree, diags, err := spec.LoadFS(os.DirFS(dir), display)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgen: %v\n", err)
+		return nil, ExitUsage
+	}
+	var unreadable spec.Diagnostics
+	for _, d := range diags {
+		if d.Rule == "yaml" {
+			unreadable = append(unreadable, d)
+		}
+	}
+	if len(unreadable) > 0 {
+		unreadable.Write(stderr, spec.FormatText)
+		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d %s cannot be read as YAML\n", display, len(unreadable),
+			plural(len(unreadable), "file", "files"))
+		return nil, ExitUsage
+	}
+	return tree, ExitOK
+}
+
+// gitTree extracts the spec root DIR as it is at ref into a temporary directory, with
+// `git archive REF:PATH` (no checkout): only the spec files (tools/, servers/,
+// protocols/, policy.yaml) are written.
+func gitTree(dir, ref string) (tmp string, err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	top, err := gitOutput(abs, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", err
+	}
+	prefix, err := gitOutput(abs, "rev-parse", "--show-prefix")
+	if err != nil {
+		return "", err
+	}
+	treeish := ref + ":" + strings.TrimSuffix(strings.TrimSpace(string(prefix)), "/")
+	if t, err := gitOutput(abs, "cat-file", "-t", treeish); err != nil || strings.TrimSpace(string(t)) != "tree" {
+		return "", fmt.Errorf("%s is not a commit of the repository holding %s, or has no %s", ref, dir, dir)
+	}
+	data, err := gitOutput(strings.TrimSpace(string(top)), "archive", "--format=tar", treeish)
+	if err != nil {
+		return "", err
+	}
+	tmp, err = os.MkdirTemp("", "toolgen-diff-")
+	if err != nil {
+		return "", err
+	}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return tmp, fmt.Errorf("read git archive: %w", err)
+		}
+		name := path.Clean(h.Name)
+		if h.Typeflag != tar.TypeReg || !isSpecPath(name) {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return tmp, fmt.Errorf("read git archive: %w", err)
+		}
+		dst := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return tmp, err
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return tmp, err
+		}
+	}
+	return tmp, nil
+}
+
+// isSpecPath reports whether name (slash-separated, relative to the spec root) is a
+// file the spec loader reads or reports.
+func isSpecPath(name string) bool {
+	if name == spec.PolicyFile {
+		return true
+	}
+	d, f := path.Split(name)
+	switch strings.TrimSuffix(d, "/") {
+	case spec.ToolsDir, spec.ServersDir, spec.ProtocolsDir:
+		return strings.HasSuffix(f, ".yaml") || strings.HasSuffix(f, ".yml")
+	}
+	return false
+}
+
+func gitOutput(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("git %s: %s", args[0], msg)
+	}
+	return out, nil
+}
+
+func diffSummary(fs []specdiff.Finding) string {
+	if len(fs) == 0 {
+		return "no changes to the specs' meaning"
+	}
+	n := map[specdiff.Severity]int{}
+	for _, f := range fs {
+		n[f.Severity]++
+	}
+	w, b, i := n[specdiff.Weakens], n[specdiff.Breaking], n[specdiff.Info]
+	return fmt.Sprintf("%d %s safety, %d %s callers, %d info",
+		w, plural(w, "change weakens", "changes weaken"), b, plural(b, "breaks", "break"), i)
+}
+
+// groups orders the subjects: tools, servers, protocols, policy; by name within each.
+func diffGroups(fs []specdiff.Finding) (keys []string, by map[string][]specdiff.Finding) {
+	order := map[string]int{"tool": 0, "server": 1, "protocol": 2, "policy": 3}
+	by = map[string][]specdiff.Finding{}
+	for _, f := range fs {
+		k := f.Kind + " " + f.Subject
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], f)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		ka, _, _ := strings.Cut(a, " ")
+		kb, _, _ := strings.Cut(b, " ")
+		if order[ka] != order[kb] {
+			return order[ka] - order[kb]
+		}
+		return strings.Compare(a, b)
+	})
+	return keys, by
+}
+
+func diffLine(f specdiff.Finding) string {
+	s := fmt.Sprintf("%s: [%s %s] %s", f.At(), strings.ToUpper(string(f.Severity)), f.Rule, f.Message)
+	if f.Cur != nil && f.Prev != nil {
+		s += fmt.Sprintf(" (previously %s)", *f.Prev)
+	}
+	return s
+}
+
+func writeDiffText(w io.Writer, fs []specdiff.Finding) error {
+	var b strings.Builder
+	b.WriteString(diffSummary(fs) + "\n")
+	keys, by := diffGroups(fs)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n%s:\n", k)
+		for _, f := range by[k] {
+			b.WriteString(diffLine(f) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeDiffGitHub writes workflow-command annotations on the changed YAML lines: a
+// warning for what weakens, an error for what breaks, a notice for the rest.
+func writeDiffGitHub(w io.Writer, fs []specdiff.Finding) error {
+	level := map[specdiff.Severity]string{specdiff.Weakens: "warning", specdiff.Breaking: "error", specdiff.Info: "notice"}
+	esc := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	prop := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+	var b strings.Builder
+	for _, f := range fs {
+		at := f.At()
+		msg := f.Message
+		if f.Cur != nil && f.Prev != nil {
+			msg += fmt.Sprintf(" (previously %s)", *f.Prev)
+		}
+		fmt.Fprintf(&b, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level[f.Severity], prop.Replace(at.File), at.Line, at.Col,
+			prop.Replace(string(f.Severity)+" "+f.Rule), esc.Replace(msg))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeDiffMarkdown writes a pull-request comment: the summary, then a table per subject.
+func writeDiffMarkdown(w io.Writer, fs []specdiff.Finding) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### toolgen diff: %s\n", diffSummary(fs))
+	cell := strings.NewReplacer("|", "\\|", "\n", " ")
+	keys, by := diffGroups(fs)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n#### %s\n\n| Severity | Rule | Change | Where | Previously |\n|---|---|---|---|---|\n", cell.Replace(k))
+		for _, f := range by[k] {
+			where, prev := "", ""
+			if f.Cur != nil {
+				where = "`" + f.Cur.String() + "`"
+			}
+			if f.Prev != nil {
+				prev = "`" + f.Prev.String() + "`"
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Severity, f.Rule, cell.Replace(f.Message), where, prev)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
