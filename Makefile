@@ -2,13 +2,19 @@
 GO       ?= go
 FUZZTIME ?= 60s
 
-.PHONY: all generate check test vet fmt-check stale unit bench fuzz node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz node-deps demo
 
 all: test
 
 ## generate: regenerate gen/ from the specs (the //go:generate line in tools/).
 generate:
 	$(GO) generate ./...
+
+## check-diff: what the specs' changes since AGAINST (default origin/main) do to safety
+## and to callers; fails when a change weakens safety or breaks callers.
+AGAINST ?= origin/main
+check-diff:
+	$(GO) run ./cmd/toolgen diff --against $(AGAINST) .
 
 ## demo: generate, then drive a scripted agent through the example protocol on the
 ## embedded store (a read, a write, a denied call, a mode change, a held approval, a
