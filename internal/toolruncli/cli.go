@@ -188,6 +188,31 @@ func (c *common) principalFor(h *host.Host) runtime.Principal {
 	return p
 }
 
+// openStore opens the store alone, for the commands that review rather than run calls.
+func (c *common) openStore(e *env) (store.Store, error) { return host.OpenStore(e.ctx, c.dir, c.db) }
+
+// visibleInvocation reads invocation id as the principal's tenant sees it: another
+// tenant's row is not visible (store.ErrNotFound).
+func (c *common) visibleInvocation(e *env, st store.Store, id int64) (*store.Invocation, error) {
+	inv, err := st.InvocationGet(e.ctx, id)
+	if err == nil && inv.Tenant != c.tenant {
+		return nil, store.ErrNotFound
+	}
+	return inv, err
+}
+
+// auditDecision appends the audit entry of a person's decision on an invocation
+// (kind resolve or approval), in the mode the call ran in.
+func (c *common) auditDecision(e *env, st store.Store, inv *store.Invocation, kind string, detail any) error {
+	raw, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	_, err = st.AuditAppend(e.ctx, store.AuditEntry{Tenant: inv.Tenant, Kind: kind, Principal: c.principal,
+		SessionID: inv.SessionID, Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: raw})
+	return err
+}
+
 func fail(e *env, cmd string, err error) int {
 	fmt.Fprintf(e.stderr, "toolrun %s: %v\n", cmd, err)
 	return ExitTrouble
@@ -436,7 +461,7 @@ func runUncertain(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments")
 	}
-	st, err := host.OpenStore(e.ctx, c.dir, c.db)
+	st, err := c.openStore(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
@@ -472,23 +497,19 @@ func runResolve(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	st, err := host.OpenStore(e.ctx, c.dir, c.db)
+	st, err := c.openStore(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer st.Close()
-	inv, err := st.InvocationGet(e.ctx, id)
-	if err == nil && inv.Tenant != c.tenant {
-		err = store.ErrNotFound // another tenant's row is not visible
-	}
-	if err != nil {
+	if _, err := c.visibleInvocation(e, st, id); err != nil {
 		return fail(e, cmd, err)
 	}
 	resolution := "did_not_happen"
 	if *happened {
 		resolution = "happened"
 	}
-	inv, err = st.InvocationResolveUncertain(e.ctx, id, resolution, c.principal)
+	inv, err := st.InvocationResolveUncertain(e.ctx, id, resolution, c.principal)
 	if errors.Is(err, store.ErrConflict) {
 		fmt.Fprintf(e.stderr, "toolrun resolve: invocation %d is not an unresolved UNCERTAIN call\n", id)
 		return ExitFailed
@@ -496,9 +517,7 @@ func runResolve(e *env, cmd string, args []string) int {
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	detail, _ := json.Marshal(map[string]string{"resolution": resolution})
-	if _, err := st.AuditAppend(e.ctx, store.AuditEntry{Tenant: inv.Tenant, Kind: "resolve", Principal: c.principal,
-		SessionID: inv.SessionID, Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: detail}); err != nil {
+	if err := c.auditDecision(e, st, inv, "resolve", map[string]string{"resolution": resolution}); err != nil {
 		return fail(e, cmd, err)
 	}
 	if c.json {
@@ -523,13 +542,13 @@ func runDecide(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	st, err := host.OpenStore(e.ctx, c.dir, c.db)
+	st, err := c.openStore(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer st.Close()
-	inv, err := st.InvocationGet(e.ctx, id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && inv.Tenant != c.tenant {
+	inv, err := c.visibleInvocation(e, st, id)
+	if errors.Is(err, store.ErrNotFound) {
 		fmt.Fprintf(e.stderr, "toolrun %s: no invocation %d waits for a decision\n", cmd, id)
 		return ExitFailed
 	}
@@ -548,9 +567,7 @@ func runDecide(e *env, cmd string, args []string) int {
 	case err != nil:
 		return fail(e, cmd, err)
 	}
-	detail, _ := json.Marshal(map[string]any{"approved": approved, "reason": *reason, "invocation": id})
-	if _, err := st.AuditAppend(e.ctx, store.AuditEntry{Tenant: inv.Tenant, Kind: "approval", Principal: c.principal,
-		SessionID: inv.SessionID, Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: detail}); err != nil {
+	if err := c.auditDecision(e, st, inv, "approval", map[string]any{"approved": approved, "reason": *reason, "invocation": id}); err != nil {
 		return fail(e, cmd, err)
 	}
 	verb := "denied"

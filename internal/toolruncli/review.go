@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolgen/toolgen/internal/host"
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
@@ -17,7 +16,7 @@ func runApprovals(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments")
 	}
-	st, err := host.OpenStore(e.ctx, c.dir, c.db)
+	st, err := c.openStore(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
@@ -52,7 +51,7 @@ func runAudit(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	st, err := host.OpenStore(e.ctx, c.dir, c.db)
+	st, err := c.openStore(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
