@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgen/toolgen/internal/names"
+	"github.com/toolgen/toolgen/mcp/bench/internal/lookup"
 	"github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/mcp/upstream"
 	"github.com/toolgen/toolgen/runtime"
@@ -32,20 +33,6 @@ const serverID = "bench"
 
 // protocolVersion is what both bench clients ask for (and what the adapter speaks).
 const protocolVersion = "2025-11-25"
-
-// lookupIn and lookupOut are the upstream tool's input and output.
-type lookupIn struct {
-	Key string `json:"key" jsonschema:"the key to look up"`
-}
-
-type lookupOut struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Length int    `json:"length"`
-}
-
-// valueOf is what lookup answers for key; the checks look for it in results.
-func valueOf(key string) string { return "value-of-" + key }
 
 // rig is the upstream, toolgen in front of it, and the sides that call them.
 type rig struct {
@@ -76,14 +63,7 @@ func newRig(tb testing.TB) *rig {
 
 	// The upstream: a go-sdk server with one read tool, over Streamable HTTP.
 	execs := new(atomic.Int64)
-	up := mcp.NewServer(&mcp.Implementation{Name: "bench-upstream", Version: "v0"}, nil)
-	mcp.AddTool(up, &mcp.Tool{
-		Name: "lookup", Description: "Look a key up (no I/O).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
-	}, func(_ context.Context, _ *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, lookupOut, error) {
-		execs.Add(1)
-		return nil, lookupOut{Key: in.Key, Value: valueOf(in.Key), Length: len(in.Key)}, nil
-	})
+	up := lookup.NewServer(execs)
 	upConns, tgConns := new(atomic.Int64), new(atomic.Int64)
 	ups := startServer(tb, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil), upConns)
 	upstreamURL := ups.URL + "/mcp"
@@ -254,7 +234,7 @@ func pipelineSide(p *runtime.Pipeline, principal runtime.Principal, tool, worksp
 				text.WriteString(it.Text)
 			}
 		}
-		if o.Status != runtime.OutcomeSucceeded || o.Replayed || !strings.Contains(text.String(), valueOf(key)) {
+		if o.Status != runtime.OutcomeSucceeded || o.Replayed || !strings.Contains(text.String(), lookup.ValueOf(key)) {
 			return fmt.Errorf("pipeline: %s: %s/%s replayed %v: %q", key, o.Status, o.ReasonCode, o.Replayed, text.String())
 		}
 		return nil
@@ -270,7 +250,7 @@ func checkResult(name, key string, res *mcp.CallToolResult) error {
 	if res.Meta[server.MetaReplayed] == true {
 		return fmt.Errorf("%s: tools/call %s was replayed: the benchmark must make new calls", name, key)
 	}
-	if !strings.Contains(text, valueOf(key)) {
+	if !strings.Contains(text, lookup.ValueOf(key)) {
 		return fmt.Errorf("%s: tools/call %s answered %q, want the upstream's value", name, key, text)
 	}
 	return nil
