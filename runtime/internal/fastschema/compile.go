@@ -43,8 +43,8 @@ type node struct {
 	enum    []scalar // nil: no enum
 	hasEnum bool
 
-	min, max, exMin, exMax       float64
-	hasMin, hasMax, hasEx, hasEy bool
+	min, max, exMin, exMax             float64
+	hasMin, hasMax, hasExMin, hasExMax bool
 
 	minLen, maxLen int // -1: none
 	pattern        *regexp.Regexp
@@ -107,9 +107,16 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 	return &Validator{root: root}, nil
 }
 
+// anyNode checks nothing: the true schema, and a property with no schema of its own.
+var anyNode = newNode()
+
+func newNode() *node {
+	return &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
+}
+
 func compile(s *jsonschema.Schema, depth int) (*node, error) {
 	if s == nil {
-		return &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}, nil
+		return anyNode, nil
 	}
 	if depth > MaxDepth {
 		return nil, fmt.Errorf("%w: nested deeper than %d", ErrUnsupported, MaxDepth)
@@ -127,7 +134,7 @@ func compile(s *jsonschema.Schema, depth int) (*node, error) {
 			return nil, fmt.Errorf("%w: keyword %s", ErrUnsupported, f.Name)
 		}
 	}
-	n := &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
+	n := newNode()
 	types := s.Types
 	if s.Type != "" {
 		types = []string{s.Type}
@@ -180,7 +187,7 @@ func compile(s *jsonschema.Schema, depth int) (*node, error) {
 		return nil
 	}
 	if err := errors.Join(num(s.Minimum, &n.min, &n.hasMin), num(s.Maximum, &n.max, &n.hasMax),
-		num(s.ExclusiveMinimum, &n.exMin, &n.hasEx), num(s.ExclusiveMaximum, &n.exMax, &n.hasEy)); err != nil {
+		num(s.ExclusiveMinimum, &n.exMin, &n.hasExMin), num(s.ExclusiveMaximum, &n.exMax, &n.hasExMax)); err != nil {
 		return nil, err
 	}
 	setInt := func(p *int, dst *int) {

@@ -87,7 +87,7 @@ func (n *node) inEnum(v scalar) bool {
 
 func (n *node) checkNumber(f float64) bool {
 	if n.hasMin && f < n.min || n.hasMax && f > n.max ||
-		n.hasEx && f <= n.exMin || n.hasEy && f >= n.exMax {
+		n.hasExMin && f <= n.exMin || n.hasExMax && f >= n.exMax {
 		return false
 	}
 	if !n.hasEnum {
@@ -188,8 +188,6 @@ func (s *scan) object(n *node, depth int) bool {
 		}
 	}
 }
-
-var anyNode = &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
 
 func (n *node) objectDone(seen uint64, count int) bool {
 	if n.hasEnum || seen&n.requiredMask != n.requiredMask {
