@@ -736,6 +736,9 @@ func TestRegistry_ForceEpochServerRepinsOnlyThatServer(t *testing.T) {
 	if err := reg.RegisterAdapter("mcp", added); err != nil {
 		t.Fatal(err)
 	}
+	if cur := reg.Current(); len(cur) != 3 || cur[0].Name != "mcp.a.one" || cur[0].SchemaSHA256 != "sha-new" || cur[1].Name != "mcp.a.two" {
+		t.Errorf("Current() = %v, want the three current definitions sorted", cur)
+	}
 	if n := reg.ForceEpochServer("mcp.a."); n != 1 {
 		t.Errorf("re-pinned %d sessions, want 1", n)
 	}

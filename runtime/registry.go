@@ -237,6 +237,20 @@ func (r *Registry) ForceEpochServer(prefix string) int {
 	return len(r.sessions)
 }
 
+// Current lists the registered definitions, sorted by name, without pinning anything:
+// what a new session would see (an operator's listing, the scopes a local principal
+// needs).
+func (r *Registry) Current() []*ToolSpec {
+	r.mu.RLock()
+	out := make([]*ToolSpec, 0, len(r.tools))
+	for _, reg := range r.tools {
+		out = append(out, reg.spec)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *ToolSpec) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Tools lists the definitions a session sees, sorted by name: its pinned catalog,
 // including withdrawn and changed tools, which stay advertised as pinned.
 func (r *Registry) Tools(sessionID string) []*ToolSpec {

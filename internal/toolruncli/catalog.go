@@ -38,7 +38,7 @@ func runCatalog(e *env, cmd string, args []string) int {
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	builtins := h.Registry.Tools("toolrun-catalog")
+	builtins := h.Registry.Current()
 	if c.json {
 		type tool struct {
 			Name    string `json:"name"`

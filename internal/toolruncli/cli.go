@@ -180,7 +180,7 @@ func (c *common) principalFor(h *host.Host) runtime.Principal {
 		}
 		return p
 	}
-	for _, spec := range h.Registry.Tools("toolrun-scopes") {
+	for _, spec := range h.Registry.Current() {
 		p.Scopes = append(p.Scopes, spec.RequiredScopes...)
 	}
 	slices.Sort(p.Scopes)
