@@ -65,8 +65,18 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 func (s *Server) visibleTools(ctx context.Context, session string) ([]*mcp.Tool, string, error) {
 	var out []*mcp.Tool
 	var mode string
-	for _, spec := range s.opts.Registry.Tools(session) {
-		if s.opts.Modes != nil {
+	specs := s.opts.Registry.Tools(session)
+	perTool := s.opts.Modes != nil
+	if lister, ok := s.opts.Modes.(modeLister); ok {
+		// The session's mode is read once for the whole list, not once per tool.
+		var err error
+		if specs, mode, err = listedSpecs(ctx, lister, session, specs); err != nil {
+			return nil, "", err
+		}
+		perTool = false
+	}
+	for _, spec := range specs {
+		if perTool {
 			m, in, err := s.opts.Modes.ActiveMode(ctx, session, spec.Name)
 			if err != nil {
 				return nil, "", fmt.Errorf("active mode of %s: %w", spec.Name, err)
@@ -83,6 +93,37 @@ func (s *Server) visibleTools(ctx context.Context, session string) ([]*mcp.Tool,
 	// Registry order is by registry name; the wire order may differ ("_" sorts after
 	// "."), and pagination needs the wire order.
 	slices.SortFunc(out, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out, mode, nil
+}
+
+// modeLister is a ModeResolver that can resolve a session's mode once for a whole list
+// (protocol.Runtime does).
+type modeLister interface {
+	Mode(ctx context.Context, sessionID string) (string, error)
+	ToolsFor(ctx context.Context, sessionID string, all []string) ([]string, error)
+}
+
+// listedSpecs keeps the specs whose tools the session's active mode exposes.
+func listedSpecs(ctx context.Context, l modeLister, session string, specs []*runtime.ToolSpec) ([]*runtime.ToolSpec, string, error) {
+	mode, err := l.Mode(ctx, session)
+	if err != nil {
+		return nil, "", fmt.Errorf("active mode: %w", err)
+	}
+	all := make([]string, len(specs))
+	for i, spec := range specs {
+		all[i] = spec.Name
+	}
+	keep, err := l.ToolsFor(ctx, session, all)
+	if err != nil {
+		return nil, "", fmt.Errorf("active mode: %w", err)
+	}
+	out := specs[:0:0]
+	for _, spec := range specs {
+		if len(keep) > 0 && keep[0] == spec.Name { // ToolsFor keeps the order
+			out = append(out, spec)
+			keep = keep[1:]
+		}
+	}
 	return out, mode, nil
 }
 
