@@ -47,8 +47,15 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 		}
 	}
 
+	devices := map[string]*Server{}
+	for _, d := range tree.Devices {
+		if d.DeviceID != "" {
+			devices[d.DeviceID] = d.Server
+		}
+	}
+
 	known := func(r reporter, ref Ref, what string) bool {
-		why := resolveToolRef(ref.Name, byName, servers)
+		why := resolveToolRef(ref.Name, byName, servers, devices)
 		if why == "" {
 			return true
 		}
@@ -64,7 +71,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 	for _, p := range tree.Protocols {
 		r := rep(p.File)
 		if protoNames[p.Name] {
-			r.errorf(p.m.at("name"), "SPEC-8", "protocol %s is declared twice", p.Name)
+			r.errorf(p.At("name"), "SPEC-8", "protocol %s is declared twice", p.Name)
 		}
 		protoNames[p.Name] = true
 		for _, m := range p.Modes {
@@ -109,16 +116,21 @@ func toolNames(ts []*Tool) []string {
 }
 
 // resolveToolRef says why name does not name a tool, or "". A name is a builtin with a
-// spec, or mcp.<server>.<tool> / mcp.<server>.* for a classified server (the server's
-// tools are only known at run time).
-func resolveToolRef(name string, tools map[string]*Tool, servers map[string]*Server) string {
+// spec, mcp.<server>.<tool> / mcp.<server>.* for a classified server, or
+// device.<device>.<tool> / device.<device>.* for a device of devices/ (the tools of
+// servers and devices are only known at run time).
+func resolveToolRef(name string, tools map[string]*Tool, servers, devices map[string]*Server) string {
 	if _, ok := tools[name]; ok {
 		return ""
 	}
 	parts := strings.Split(name, ".")
-	if len(parts) == 3 && parts[0] == "mcp" {
-		if _, ok := servers[parts[1]]; !ok {
-			return fmt.Sprintf("no server %q is classified in servers/", parts[1])
+	if len(parts) == 3 && (parts[0] == "mcp" || parts[0] == DeviceDomain) {
+		if parts[0] == "mcp" {
+			if _, ok := servers[parts[1]]; !ok {
+				return fmt.Sprintf("no server %q is classified in servers/", parts[1])
+			}
+		} else if _, ok := devices[parts[1]]; !ok {
+			return fmt.Sprintf("no device %q is declared in %s/", parts[1], DevicesDir)
 		}
 		if parts[2] == "*" || segment.MatchString(parts[2]) {
 			return ""

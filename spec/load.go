@@ -15,6 +15,7 @@ const (
 	ToolsDir     = "tools"
 	ServersDir   = "servers"
 	ProtocolsDir = "protocols"
+	DevicesDir   = "devices"
 	PolicyFile   = "policy.yaml"
 )
 
@@ -75,6 +76,13 @@ func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
 			}
 		})
 	}
+	if err == nil {
+		err = each(DevicesDir, func(rel string, data []byte) {
+			if d := loadDevice(reporter{path: disp(rel), diags: &diags}, rel, data); d != nil {
+				tree.Devices = append(tree.Devices, d)
+			}
+		})
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,6 +95,7 @@ func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
 	}
 	slices.SortStableFunc(tree.Tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(tree.Servers, func(a, b *Server) int { return strings.Compare(a.ServerID, b.ServerID) })
+	slices.SortStableFunc(tree.Devices, func(a, b *Device) int { return strings.Compare(a.DeviceID, b.DeviceID) })
 	slices.SortStableFunc(tree.Protocols, func(a, b *Protocol) int { return strings.Compare(a.Name, b.Name) })
 	check(tree, disp, &diags)
 	return tree, diags.Sorted(), nil

@@ -15,6 +15,7 @@ type Tree struct {
 	Tools     []*Tool     // sorted by name
 	Servers   []*Server   // sorted by server_id
 	Protocols []*Protocol // sorted by name
+	Devices   []*Device   // sorted by device_id
 	Policy    *Policy     // nil when policy.yaml is absent
 }
 
@@ -23,6 +24,16 @@ func (t *Tree) Tool(name string) *Tool {
 	for _, x := range t.Tools {
 		if x.Name == name {
 			return x
+		}
+	}
+	return nil
+}
+
+// Device returns the device with the given id, or nil.
+func (t *Tree) Device(id string) *Device {
+	for _, d := range t.Devices {
+		if d.DeviceID == id {
+			return d
 		}
 	}
 	return nil
@@ -59,21 +70,16 @@ type Tool struct {
 	Args            []*Field // in declaration order
 	Result          []*Field // in declaration order
 	OutputMaxBytes  int      // default DefaultOutputMaxBytes
+	// Acknowledge lists the `toolgen diff` rules a reviewer signed off for this change
+	// of the tool (see spec/specdiff). It is review metadata: it changes neither the
+	// catalog, nor the definition hash, nor the generated code.
+	Acknowledge []Ref
 
-	m *mapping
+	Positions // of the document's keys
 }
 
 // DefaultOutputMaxBytes is output.max_bytes when a spec does not set it.
 const DefaultOutputMaxBytes = 65536
-
-// At returns the position of the value of a top-level key of the spec (for example
-// "idempotency"), or of the document when the key is absent.
-func (t *Tool) At(key string) Pos {
-	if t.m == nil {
-		return Pos{1, 1}
-	}
-	return t.m.at(key)
-}
 
 // Field types (SPEC-4).
 const (
@@ -142,15 +148,7 @@ type Server struct {
 	Resources string // expose | hide (default hide)
 	Prompts   string // expose | hide (default hide)
 
-	m *mapping
-}
-
-// At returns the position of a top-level key's value.
-func (s *Server) At(key string) Pos {
-	if s.m == nil {
-		return Pos{1, 1}
-	}
-	return s.m.at(key)
+	Positions // of the document's keys
 }
 
 // UnclassifiedScope is the scope an unclassified server's tools require: no principal
@@ -178,14 +176,16 @@ type Protocol struct {
 	Modes          []*Mode // in declaration order
 	ExclusiveTools []Ref   // as declared; see ExclusiveSet for the effective set (WF-2)
 
-	m *mapping
+	Positions // of the document's keys
 }
 
 // Mode is one mode of a protocol and the tools it holds.
 type Mode struct {
 	Name  string
-	Pos   Pos
+	Pos   Pos // the mode's key
 	Tools []Ref
+
+	Positions // of the mode's keys (tools, description)
 }
 
 // DefaultExclusiveTools are exclusive in every protocol, whatever it declares (WF-2).
@@ -196,6 +196,8 @@ type Policy struct {
 	File        string
 	EgressAllow []Ref
 	Rules       []*Rule
+
+	Positions // of the document's keys
 }
 
 // Rule is one operator policy rule. Exactly one of its conditions is set.
@@ -206,4 +208,6 @@ type Rule struct {
 	// Effect is approve, deny or allow; When is its condition.
 	Effect string
 	When   *Expr
+
+	Positions // of the rule's keys
 }

@@ -33,7 +33,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 		return nil
 	}
 	lines := splitLines(data)
-	p := &Policy{File: rel}
+	p := &Policy{File: rel, Positions: Positions{m}}
 	if m.has("egress") {
 		if em := r.asMapping(m.get("egress"), "egress", "allow"); em != nil {
 			if hosts, ok := em.strList("allow"); ok {
@@ -61,7 +61,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 		if rm == nil {
 			continue
 		}
-		rule := &Rule{Pos: posOf(rn)}
+		rule := &Rule{Pos: posOf(rn), Positions: Positions{rm}}
 		if name, ok := rm.requiredStr("name", "policy rule"); ok {
 			rule.Name = name
 			if !ruleName.MatchString(name) {

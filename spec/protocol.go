@@ -24,7 +24,7 @@ func loadProtocol(r reporter, rel string, data []byte) *Protocol {
 	if m == nil {
 		return nil
 	}
-	p := &Protocol{File: rel, m: m}
+	p := &Protocol{File: rel, Positions: Positions{m}}
 	if name, ok := m.requiredStr("name", "protocol"); ok {
 		p.Name = name
 		switch {
@@ -47,6 +47,7 @@ func loadProtocol(r reporter, rel string, data []byte) *Protocol {
 				r.errorf(mode.Pos, "SPEC-8", "mode name %q must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name)
 			}
 			if mdm := r.asMapping(mm.get(name), "mode "+name, "description", "tools"); mdm != nil {
+				mode.Positions = Positions{mdm}
 				mdm.str("description")
 				if !mdm.has("tools") {
 					r.errorf(mode.Pos, "SPEC-8", "mode %s is missing required key %q", name, "tools")

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// The JSON Schemas of the four spec file kinds (SPEC-9), for editors: a spec file that
+// The JSON Schemas of the spec file kinds (SPEC-9), for editors: a spec file that
 // starts with `# yaml-language-server: $schema=<path to spec/schemas/tool.schema.json>`
 // is validated and completed as it is typed. They describe the shape the loader accepts
 // (keys, types, enums, name grammar, the per-file conditional rules of SPEC-3, SPEC-4,
@@ -17,7 +17,7 @@ var schemaFiles embed.FS
 
 // FileKinds are the spec file kinds that have a JSON Schema, in the order `toolgen
 // schema` lists them.
-var FileKinds = []string{"tool", "server", "protocol", "policy"}
+var FileKinds = []string{"tool", "server", "protocol", "policy", "device"}
 
 // FileSchema returns the JSON Schema (draft 2020-12) of a spec file kind, one of
 // [FileKinds], as a fresh copy the caller may keep or change.

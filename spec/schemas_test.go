@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// fileSchemas resolves the four embedded file schemas once (the fuzz target uses them
+// fileSchemas resolves the embedded file schemas once (the fuzz target uses them
 // on every input).
 var fileSchemas = sync.OnceValues(func() (map[string]*jsonschema.Resolved, error) {
 	out := map[string]*jsonschema.Resolved{}
@@ -98,7 +98,7 @@ func validateSpecYAML(t testing.TB, kind string, data []byte) error {
 
 // specNameLine finds the name a spec file gives itself, so a document can be loaded
 // under the file name the loader expects.
-var specNameLine = regexp.MustCompile(`(?m)^(?:name|server_id):[ \t]*["']?([a-z0-9_.]+)["']?[ \t]*(?:#.*)?\r?$`)
+var specNameLine = regexp.MustCompile(`(?m)^(?:name|server_id|device_id):[ \t]*["']?([a-z0-9_.]+)["']?[ \t]*(?:#.*)?\r?$`)
 
 // specRel is the path, relative to the spec root, a document of the given kind is
 // loaded from: named after the document's own name when it has a usable one.
@@ -123,6 +123,11 @@ func specRel(kind string, data []byte) string {
 			name = "p"
 		}
 		return ProtocolsDir + "/" + name + ".yaml"
+	case "device":
+		if !segment.MatchString(name) {
+			name = "d"
+		}
+		return DevicesDir + "/" + name + ".yaml"
 	}
 	return PolicyFile
 }
@@ -141,6 +146,9 @@ func loadSpecFile(kind, rel string, data []byte) (ok bool, diags Diagnostics) {
 		return m != nil, d
 	case "policy":
 		m, d := LoadPolicy(rel, rel, data)
+		return m != nil, d
+	case "device":
+		m, d := LoadDevice(rel, rel, data)
 		return m != nil, d
 	}
 	panic("unknown kind " + kind)
@@ -275,6 +283,7 @@ func TestFileSchemasMatchLoader(t *testing.T) {
 	sameKeys("protocol", get("protocol", "properties"), protocolKeys)
 	sameKeys("policy", get("policy", "properties"), policyKeys)
 	sameKeys("policy rule", get("policy", "$defs", "rule", "properties"), ruleKeys)
+	sameKeys("device", get("device", "properties"), deviceKeys)
 
 	enum := func(s map[string]any) []string {
 		var out []string
@@ -300,23 +309,31 @@ func TestFileSchemasMatchLoader(t *testing.T) {
 	sameEnum("server side_effect", cp["side_effect"].(map[string]any), SideEffects)
 	sameEnum("server idempotency", cp["idempotency"].(map[string]any), Idempotencies)
 	sameEnum("server risk", cp["risk"].(map[string]any), Risks)
+	dp := get("device", "properties", "classification", "properties")
+	sameEnum("device side_effect", dp["side_effect"].(map[string]any), SideEffects)
+	sameEnum("device idempotency", dp["idempotency"].(map[string]any), Idempotencies)
+	sameEnum("device risk", dp["risk"].(map[string]any), Risks)
 
 	if got := get("tool", "properties", "name")["maxLength"]; got != float64(MaxNameBytes) {
 		t.Errorf("tool name maxLength = %v, want %d", got, MaxNameBytes)
 	}
 	patterns := map[string]string{
 		"server_id":         get("server", "properties", "server_id")["pattern"].(string),
+		"device_id":         get("device", "properties", "device_id")["pattern"].(string),
+		"device token":      get("device", "properties", "token_sha256")["pattern"].(string),
 		"protocol name":     get("protocol", "properties", "name")["pattern"].(string),
 		"field names":       get("tool", "$defs", "fields", "propertyNames")["pattern"].(string),
 		"mode names":        get("protocol", "properties", "modes", "propertyNames")["pattern"].(string),
 		"policy rule name":  get("policy", "$defs", "rule", "properties", "name")["pattern"].(string),
 		"tool scopes":       get("tool", "properties", "required_scopes", "items")["pattern"].(string),
 		"egress allow host": get("policy", "properties", "egress", "properties", "allow", "items")["pattern"].(string),
+		"acknowledge":       get("tool", "properties", "acknowledge", "items")["pattern"].(string),
 	}
 	wantPatterns := map[string]string{
-		"server_id": segment.String(), "protocol name": segment.String(), "field names": segment.String(),
+		"server_id": segment.String(), "device_id": segment.String(), "device token": tokenSHA256.String(), "protocol name": segment.String(), "field names": segment.String(),
 		"mode names": segment.String(), "policy rule name": ruleName.String(),
 		"tool scopes": scopePattern.String(), "egress allow host": hostPattern.String(),
+		"acknowledge": ackPattern.String(),
 	}
 	for what, got := range patterns {
 		if got != wantPatterns[what] {
@@ -401,6 +418,20 @@ resources: expose
 prompts: hide
 `
 
+// deviceHash is a made-up SHA-256 digest in the form token_sha256 wants.
+const deviceHash = "f4e1e1a5b0d1d4c2c3a0a5b5e4f1c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3"
+
+const validDevice = `device_id: laptop_ana
+description: Ana's laptop, serving her local notes server.
+token_sha256: ` + deviceHash + `
+classification:
+  side_effect: read
+  risk: low
+  idempotency: idempotent
+  required_scopes: [device.laptop_ana]
+allow_tools: [search_notes, read_note]
+`
+
 const validProtocol = `name: plan_review
 description: Plan, then review.
 initial_mode: plan
@@ -454,6 +485,10 @@ func schemaCases() []schemaCase {
 		tool("parallel-safe conditionally idempotent read", true, minimalTool+"side_effect: read\nparallel_safe: true\nidempotency: conditionally_idempotent\nidempotent_when: args.x > 1\nargs:\n  x: {type: integer}\n"),
 		tool("three-segment name", true, replace(read, "demo.tool", "demo.sub.tool")),
 		tool("empty args", true, read+"args: {}\n"),
+		tool("acknowledged rules", true, read+"acknowledge: [RISK_LOWERED, VERSION_NOT_BUMPED]\n"),
+		tool("acknowledge a lower-case name", false, read+"acknowledge: [risk_lowered]\n"),
+		tool("acknowledge a rule twice", false, read+"acknowledge: [RISK_LOWERED, RISK_LOWERED]\n"),
+		tool("acknowledge not a list", false, read+"acknowledge: RISK_LOWERED\n"),
 		tool("unknown key", false, read+"colour: red\n"),
 		tool("misspelt key", false, replace(read, "risk:", "rsik:")),
 		tool("bad risk", false, replace(read, "risk: low", "risk: extreme")),
@@ -536,6 +571,19 @@ func schemaCases() []schemaCase {
 		{kind: "server", name: "reserved scope", doc: "server_id: cls\nconfigured_by: operator\ntransport: {stdio: {command: x}}\nclassification: {required_scopes: [toolgen.unclassified]}\n"},
 		{kind: "server", name: "none but non_idempotent", doc: "server_id: cls\nconfigured_by: operator\ntransport: {stdio: {command: x}}\nclassification: {side_effect: none, idempotency: non_idempotent}\n"},
 		{kind: "server", name: "bad resources", doc: "server_id: res\nconfigured_by: operator\ntransport: {stdio: {command: x}}\nresources: show\n"},
+
+		{kind: "device", name: "valid device", valid: true, doc: validDevice},
+		{kind: "device", name: "unclassified device", valid: true, doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\n"},
+		{kind: "device", name: "device allowing nothing", valid: true, doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: []\n"},
+		{kind: "device", name: "device with its token", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\ntoken: s3cret\n"},
+		{kind: "device", name: "device without a token hash", doc: "device_id: lab\n"},
+		{kind: "device", name: "upper-case token hash", doc: "device_id: lab\ntoken_sha256: " + strings.ToUpper(deviceHash) + "\n"},
+		{kind: "device", name: "short token hash", doc: "device_id: lab\ntoken_sha256: abc\n"},
+		{kind: "device", name: "device_id with a dot", doc: "device_id: my.laptop\ntoken_sha256: " + deviceHash + "\n"},
+		{kind: "device", name: "empty allowed tool", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: [\"\"]\n"},
+		{kind: "device", name: "allowed tool twice", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: [echo, echo]\n"},
+		{kind: "device", name: "device none but non_idempotent", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nclassification: {side_effect: none, idempotency: non_idempotent}\n"},
+		{kind: "device", name: "device with a transport", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\ntransport: {stdio: {command: x}}\n"},
 
 		{kind: "protocol", name: "valid protocol", valid: true, doc: validProtocol},
 		{kind: "protocol", name: "protocol missing modes", doc: "name: p\ninitial_mode: a\n"},

@@ -25,7 +25,7 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 	if m == nil {
 		return nil
 	}
-	s := &Server{File: rel, m: m, Resources: "hide", Prompts: "hide"}
+	s := &Server{File: rel, Positions: Positions{m}, Resources: "hide", Prompts: "hide"}
 	if id, ok := m.requiredStr("server_id", "server classification"); ok {
 		s.ServerID = id
 		switch {

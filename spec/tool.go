@@ -32,7 +32,7 @@ func WireName(name string) string { return names.Wire(name) }
 var toolKeys = []string{
 	"name", "version", "kind", "description", "side_effect", "idempotency", "idempotent_when",
 	"risk", "required_scopes", "output_trust", "confers_approval", "parallel_safe", "suspends",
-	"timeout", "approval_when", "args", "result", "output",
+	"timeout", "approval_when", "args", "result", "output", "acknowledge",
 }
 
 var fieldKeys = []string{
@@ -71,7 +71,7 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		return nil
 	}
 	lines := splitLines(data)
-	t := &Tool{File: rel, m: m, OutputTrust: "tool", Kind: "action", OutputMaxBytes: DefaultOutputMaxBytes}
+	t := &Tool{File: rel, Positions: Positions{m}, OutputTrust: "tool", Kind: "action", OutputMaxBytes: DefaultOutputMaxBytes}
 
 	// SPEC-1: name grammar, and one tool per file named after it.
 	if name, ok := m.requiredStr("name", "tool spec"); ok {
@@ -150,6 +150,21 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 			}
 		}
 	}
+	if acks, ok := m.strList("acknowledge"); ok {
+		seen := map[string]bool{}
+		for _, a := range acks {
+			switch {
+			case !ackPattern.MatchString(a.Name):
+				r.errorf(a.Pos, "schema", "acknowledge entries are toolgen diff rule names such as RISK_LOWERED, found %q", a.Name)
+				continue
+			case seen[a.Name]:
+				r.errorf(a.Pos, "schema", "acknowledge lists %s twice", a.Name)
+				continue
+			}
+			seen[a.Name] = true
+			t.Acknowledge = append(t.Acknowledge, a)
+		}
+	}
 	t.IdempotentWhen = exprOf(m, "idempotent_when", "SPEC-5", lines)
 	t.ApprovalWhen = exprOf(m, "approval_when", "SPEC-5", lines)
 
@@ -163,6 +178,10 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 	}
 	return t
 }
+
+// ackPattern is the grammar of a toolgen diff rule name. Which names exist is known to
+// spec/specdiff, which imports this package: `toolgen diff` reports an unknown one.
+var ackPattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 
 var scopePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*([.:][a-z0-9_]+)*$`)
 

@@ -255,6 +255,71 @@ func (m *mapping) keyAt(key string) Pos {
 
 func (m *mapping) get(key string) *yaml.Node { return m.values[key] }
 
+// lookup finds the value at a dotted key path below m ("classification.risk"): the
+// first key is one of m's checked keys, the rest are walked in the YAML node tree (the
+// nested mappings were checked when they were loaded). ok is false when a key on the
+// path is absent or a value on it is not a mapping.
+func (m *mapping) lookup(path string) (k, v *yaml.Node, ok bool) {
+	first, rest, nested := strings.Cut(path, ".")
+	k, v, ok = m.keys[first], m.values[first], m.values[first] != nil
+	for ok && nested {
+		var key string
+		key, rest, nested = strings.Cut(rest, ".")
+		ok = false
+		if v.Kind != yaml.MappingNode {
+			break
+		}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			if v.Content[i].Kind == yaml.ScalarNode && v.Content[i].Value == key {
+				k, v, ok = v.Content[i], v.Content[i+1], true
+				break
+			}
+		}
+	}
+	return k, v, ok
+}
+
+// Positions locates what one mapping of a spec file says: the document of a tool,
+// server, protocol or policy, a mode, a policy rule. The model keeps it so that
+// `toolgen diff` can name the line of each changed key in both trees.
+type Positions struct {
+	m *mapping
+}
+
+// At returns the position of the value at path, a key or a dotted key path such as
+// "classification.risk" or "egress.allow", or of the mapping itself when the path is
+// absent.
+func (p Positions) At(path string) Pos {
+	if p.m == nil {
+		return Pos{1, 1}
+	}
+	if _, v, ok := p.m.lookup(path); ok {
+		return posOf(v)
+	}
+	return posOf(p.m.node)
+}
+
+// KeyAt is [Positions.At] for the key rather than its value: the line that names a
+// list or a block mapping ("transport:"), where At is its first entry.
+func (p Positions) KeyAt(path string) Pos {
+	if p.m == nil {
+		return Pos{1, 1}
+	}
+	if k, _, ok := p.m.lookup(path); ok {
+		return posOf(k)
+	}
+	return posOf(p.m.node)
+}
+
+// Has reports whether the mapping holds a value at path (see [Positions.At]).
+func (p Positions) Has(path string) bool {
+	if p.m == nil {
+		return false
+	}
+	_, _, ok := p.m.lookup(path)
+	return ok
+}
+
 // str reads an optional string value. A scalar YAML resolves to another type (yes,
 // 1.0, null) is an error: the author must quote it, so a reviewer sees what is meant.
 func (m *mapping) str(key string) (string, bool) {

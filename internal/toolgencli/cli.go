@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgen/toolgen/codegen"
 	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/spec/specdiff"
 )
 
 // Exit codes, the diff(1) convention: 0 clean, 1 findings or stale output, 2 trouble.
@@ -121,6 +122,10 @@ func load(dir string, format spec.Format, stdout, stderr io.Writer) (tree *spec.
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
 		return nil, ExitUsage, false
+	}
+	if tree != nil {
+		// acknowledge: names specdiff's rules; spec cannot import specdiff to check them.
+		diags = append(diags, specdiff.CheckAcknowledgements(tree)...).Sorted()
 	}
 	if len(diags) > 0 || format == spec.FormatJSON {
 		// Findings go to stdout in the machine formats, stderr as text, like go vet.

@@ -24,8 +24,11 @@ const diffUsage = `Usage:
 Compares the spec tree DIR (default ".") with a previous one: OLD_DIR, or DIR as it is
 at the git ref REF (read with git archive, no checkout). Each finding has a stable rule
 name, a severity (weakens, breaking, info) and the current and previous locations.
-Exit status: 0 when nothing of a --fail-on severity changed (default weakens,breaking),
-1 otherwise, 2 on a usage error or a tree whose YAML cannot be read.
+A finding on a tool whose spec adds its rule to acknowledge: [RULE, ...] in this change
+is reported as acknowledged and never fails (see spec/specdiff/doc.go).
+Exit status: 0 when nothing unacknowledged of a --fail-on severity changed (default
+weakens,breaking), 1 otherwise, 2 on a usage error, a tree whose YAML cannot be read, or
+an acknowledge entry that names no rule a tool can acknowledge.
 `
 
 // runDiff is `toolgen diff [--against REF | OLD_DIR] [-format F] [--fail-on LIST] [DIR]`.
@@ -85,6 +88,15 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if cur == nil {
 		return code
 	}
+	// An acknowledgement that names no rule would sign off nothing while looking like a
+	// sign-off: refuse it, at its position. Only the current tree's entries matter; the
+	// previous tree's are history.
+	if bad := specdiff.CheckAcknowledgements(cur); len(bad) > 0 {
+		bad.Write(stderr, spec.FormatText)
+		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d acknowledge %s no rule a tool can acknowledge\n", dir, len(bad),
+			plural(len(bad), "entry names", "entries name"))
+		return ExitUsage
+	}
 	var prev *spec.Tree
 	if *against != "" {
 		tmp, err := gitTree(dir, *against)
@@ -127,7 +139,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	for _, f := range findings {
-		if fail[f.Severity] {
+		if fail[f.Severity] && !f.Acknowledged {
 			return ExitFindings
 		}
 	}
@@ -256,12 +268,31 @@ func diffSummary(fs []specdiff.Finding) string {
 		return "no changes to the specs' meaning"
 	}
 	n := map[specdiff.Severity]int{}
+	acked := 0
 	for _, f := range fs {
+		if f.Acknowledged {
+			acked++
+			continue
+		}
 		n[f.Severity]++
 	}
 	w, b, i := n[specdiff.Weakens], n[specdiff.Breaking], n[specdiff.Info]
-	return fmt.Sprintf("%d %s safety, %d %s callers, %d info",
+	s := fmt.Sprintf("%d %s safety, %d %s callers, %d info",
 		w, plural(w, "change weakens", "changes weaken"), b, plural(b, "breaks", "break"), i)
+	if acked > 0 {
+		s += fmt.Sprintf(", %d acknowledged", acked)
+	}
+	return s
+}
+
+// diffTag is a finding's severity and rule as printed: "WEAKENS RISK_LOWERED", with
+// ", acknowledged" when its tool signed it off.
+func diffTag(f specdiff.Finding) string {
+	s := strings.ToUpper(string(f.Severity)) + " " + f.Rule
+	if f.Acknowledged {
+		s += ", acknowledged"
+	}
+	return s
 }
 
 // groups orders the subjects: tools, servers, protocols, policy; by name within each.
@@ -287,7 +318,7 @@ func diffGroups(fs []specdiff.Finding) (keys []string, by map[string][]specdiff.
 }
 
 func diffLine(f specdiff.Finding) string {
-	s := fmt.Sprintf("%s: [%s %s] %s", f.At(), strings.ToUpper(string(f.Severity)), f.Rule, f.Message)
+	s := fmt.Sprintf("%s: [%s] %s", f.At(), diffTag(f), f.Message)
 	if f.Cur != nil && f.Prev != nil {
 		s += fmt.Sprintf(" (previously %s)", *f.Prev)
 	}
@@ -309,7 +340,8 @@ func writeDiffText(w io.Writer, fs []specdiff.Finding) error {
 }
 
 // writeDiffGitHub writes workflow-command annotations on the changed YAML lines: a
-// warning for what weakens, an error for what breaks, a notice for the rest.
+// warning for what weakens, an error for what breaks, a notice for the rest and for
+// what is acknowledged.
 func writeDiffGitHub(w io.Writer, fs []specdiff.Finding) error {
 	level := map[specdiff.Severity]string{specdiff.Weakens: "warning", specdiff.Breaking: "error", specdiff.Info: "notice"}
 	esc := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
@@ -321,8 +353,12 @@ func writeDiffGitHub(w io.Writer, fs []specdiff.Finding) error {
 		if f.Cur != nil && f.Prev != nil {
 			msg += fmt.Sprintf(" (previously %s)", *f.Prev)
 		}
-		fmt.Fprintf(&b, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level[f.Severity], prop.Replace(at.File), at.Line, at.Col,
-			prop.Replace(string(f.Severity)+" "+f.Rule), esc.Replace(msg))
+		lvl, title := level[f.Severity], string(f.Severity)+" "+f.Rule
+		if f.Acknowledged {
+			lvl, title = "notice", title+" (acknowledged)"
+		}
+		fmt.Fprintf(&b, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", lvl, prop.Replace(at.File), at.Line, at.Col,
+			prop.Replace(title), esc.Replace(msg))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -344,7 +380,11 @@ func writeDiffMarkdown(w io.Writer, fs []specdiff.Finding) error {
 			if f.Prev != nil {
 				prev = "`" + f.Prev.String() + "`"
 			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", f.Severity, f.Rule, cell.Replace(f.Message), where, prev)
+			sev := string(f.Severity)
+			if f.Acknowledged {
+				sev += " (acknowledged)"
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", sev, f.Rule, cell.Replace(f.Message), where, prev)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

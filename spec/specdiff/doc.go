@@ -9,13 +9,27 @@
 // compared as text with runs of white space collapsed (a folded block scalar and the same
 // expression on one line are equal); any other textual change is flagged for review.
 //
-// Locations: Cur is where the changed key is in the current tree, Prev where the same
-// key was in the previous one. A thing that is gone (a tool, a policy rule) has only Prev;
-// a thing that is new has only Cur. A part removed from something that still exists (an
-// argument, a scope, an enum value, an exclusive tool) has Prev at the removed part and
-// Cur at the key that held it, so an annotation lands on the current file.
+// # Locations
 //
-// Rules (severity, subject, what fires it):
+// Every finding names path:line:col in each tree where the thing exists. Cur is where the
+// changed key is in the current tree, Prev where the same key was in the previous one; a
+// key one tree leaves out is located at its fallback there (a tool's name, a server's
+// server_id, a protocol's name; a server's classification field at `classification`).
+//   - A whole file's subject that is gone (a tool, a server, a protocol) has only Prev;
+//     one that is new has only Cur.
+//   - A part removed from something that still exists (an argument, a scope, an enum
+//     value, a mode, a tool of a mode, an exclusive tool, a policy rule, an egress host)
+//     has Prev at the removed part and Cur at the key that held it, so an annotation
+//     lands on the current file.
+//   - A part added to something that existed (a new argument, a mode, a tool of a mode, a
+//     declared exclusive tool, a policy rule, an egress host) has Cur at the new part and
+//     Prev at the key that holds its siblings in the previous file.
+//
+// Findings are sorted by their primary location (Cur, else Prev), then rule and message.
+//
+// # Rules
+//
+// Severity, subject, what fires it (one rule per row; Rules is the same table in code):
 //
 //	Rule                             Severity  Subject   Fires when
 //	IDEMPOTENCY_LOOSENED             weakens   tool/srv  idempotency moved toward idempotent (non_idempotent -> conditionally_idempotent -> idempotent)
@@ -33,7 +47,7 @@
 //	SERVER_TO_TENANT                 weakens   server    configured_by operator -> tenant
 //	SERVER_TO_STDIO                  weakens   server    transport moved to stdio
 //	POLICY_RULE_REMOVED              weakens   policy    an approve_when or deny_when rule removed
-//	POLICY_RULE_CHANGED              weakens   policy    a rule's condition text, effect or tools changed
+//	POLICY_RULE_CHANGED              weakens   policy    a rule's effect, condition text or tools changed (one finding each)
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
 //	EGRESS_HOST_ADDED                weakens   policy    a host added to egress.allow
 //	TOOL_REMOVED                     breaking  tool      a tool removed (a rename is a removal and an addition)
@@ -46,12 +60,16 @@
 //	EXCLUSIVE_DECLARATION_DROPPED    info      protocol  a declared exclusive tool no longer declared, but still exclusive (default or confers_approval)
 //	TOOL_ADDED                       info      tool      a tool added
 //	TOOL_CHANGED                     info      tool      any other change of the tool's catalog entry (description, timeout, result, schema details, ...)
-//	SERVER_ADDED, SERVER_REMOVED     info      server    a server classification file added or removed
-//	SERVER_CHANGED                   info      server    any other change of a server (URL, command, resources, prompts)
-//	PROTOCOL_ADDED, PROTOCOL_REMOVED info      protocol  a protocol added or removed
-//	MODE_ADDED, MODE_REMOVED         info      protocol  a mode added or removed
+//	ACKNOWLEDGEMENT_STALE            info      tool      an acknowledge entry carried over from the previous tree (see below)
+//	SERVER_ADDED                     info      server    a server classification file added
+//	SERVER_REMOVED                   info      server    a server classification file removed
+//	SERVER_CHANGED                   info      server    any other change of a server (URL, command, configured_by, resources, prompts)
+//	PROTOCOL_ADDED                   info      protocol  a protocol added
+//	PROTOCOL_REMOVED                 info      protocol  a protocol removed
+//	MODE_ADDED                       info      protocol  a mode added; the message lists the tools it holds, marking the exclusive ones
+//	MODE_REMOVED                     info      protocol  a mode removed
 //	MODE_TOOL_REMOVED                info      protocol  a tool removed from a mode (it only narrows the mode)
-//	PROTOCOL_CHANGED                 info      protocol  initial_mode changed, or an exclusive tool declared
+//	PROTOCOL_CHANGED                 info      protocol  initial_mode changed, or an exclusive tool declared (one finding each)
 //	POLICY_RULE_ADDED                info      policy    an approve_when or deny_when rule added
 //	POLICY_ALLOW_RULE_REMOVED        info      policy    an allow_when rule removed (it only narrows)
 //	EGRESS_HOST_REMOVED              info      policy    a host removed from egress.allow
@@ -60,6 +78,37 @@
 // version, so a recorded result of the old behaviour must not answer a call of the new
 // one) are: the argument and result schemas, kind, side_effect, idempotency,
 // idempotent_when, suspends and output.max_bytes.
+//
+// MODE_ADDED is info, not weakens: a new mode gives its actor nothing it had without the
+// mode, and the one thing a new mode can break, sharing an exclusive tool with another
+// mode (review.approve next to the tools that wrote the change), is WF-1/WF-2, which
+// `toolgen check` refuses. Moving tools into an existing mode (a merge) is MODE_TOOL_ADDED.
+//
+// # Acknowledgements
+//
+// A tool spec may list rules a reviewer signed off: `acknowledge: [RISK_LOWERED]`. The
+// names a tool can list are the weakens and breaking rules about a tool, except
+// TOOL_REMOVED ([AcknowledgeableRules]); [CheckAcknowledgements] reports any other name
+// at its position, and `toolgen diff` refuses a current tree that has one. The entry is
+// review metadata: it is not part of the catalog, the definition hash or the generated
+// code, and adding or removing one is not a finding. The rules, per tool T and entry R of
+// T's current spec:
+//
+//   - R is new when the previous tree has no T or T's previous spec does not list R. A
+//     new entry marks every finding of rule R on T in this comparison acknowledged
+//     (Finding.Acknowledged): still reported, counted apart, and never failing a check.
+//     It never applies to another tool's findings, nor to protocol, server or policy
+//     findings.
+//   - R is carried when T's previous spec lists R too. A carried entry signed off an
+//     earlier change, which a reviewer saw; it applies to nothing now, so that a later
+//     change of the same kind cannot pass under an old signature. It is reported as
+//     ACKNOWLEDGEMENT_STALE (Cur at the entry, Prev at the previous entry) when T's
+//     version changed, which is how an acknowledgement is cleared on the next version
+//     bump, or when a finding of rule R on T fires again in this comparison. Otherwise
+//     (same version, nothing of rule R) it is silent.
+//
+// To acknowledge again a rule whose entry is still carried, remove the entry first (in a
+// change of its own), then add it with the new change.
 //
 // specdiff imports only package spec and the standard library; it must never import
 // codegen, the runtime or the CLI.

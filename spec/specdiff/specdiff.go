@@ -3,7 +3,6 @@ package specdiff
 import (
 	"cmp"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -44,6 +43,10 @@ type Finding struct {
 	Message string    `json:"message"`
 	Cur     *Location `json:"current,omitempty"`
 	Prev    *Location `json:"previous,omitempty"`
+	// Acknowledged is set when the current spec of the tool the finding is about
+	// acknowledges its rule in this change: it is still reported, but it is signed off
+	// and must not fail a check.
+	Acknowledged bool `json:"acknowledged,omitempty"`
 }
 
 // At is the finding's primary location: Cur, or Prev for a removed thing.
@@ -71,6 +74,7 @@ func Compare(prev, cur *spec.Tree) []Finding {
 	d.servers()
 	d.protocols()
 	d.policy()
+	d.acknowledge()
 	out := d.out
 	slices.SortFunc(out, func(a, b Finding) int {
 		la, lb := a.At(), b.At()
@@ -94,21 +98,47 @@ type differ struct {
 
 // loc is the location of p in file rel of tree t, displayed as the tree displays it.
 func loc(t *spec.Tree, rel string, p spec.Pos) *Location {
-	f := rel
-	if t.Root != "" && t.Root != "." {
-		f = path.Join(strings.ReplaceAll(t.Root, "\\", "/"), rel)
-	}
 	if p.Line <= 0 {
 		p = spec.Pos{Line: 1, Col: 1}
 	}
 	if p.Col <= 0 {
 		p.Col = 1
 	}
-	return &Location{File: f, Line: p.Line, Col: p.Col}
+	return &Location{File: displayPath(t, rel), Line: p.Line, Col: p.Col}
 }
 
-func (d *differ) add(rule string, sev Severity, kind, subject string, cur, prev *Location, format string, a ...any) {
-	d.out = append(d.out, Finding{Rule: rule, Severity: sev, Kind: kind, Subject: subject,
+// positioned is what the spec model locates: a document, a mode, a policy rule.
+type positioned interface {
+	At(path string) spec.Pos
+	KeyAt(path string) spec.Pos
+	Has(path string) bool
+}
+
+// containers are the keys whose value is a list or a mapping: they are located at the
+// key ("transport:"), where a scalar is located at its value ("risk: low" at low).
+var containers = map[string]bool{
+	"required_scopes": true, "args": true, "result": true, "transport": true, "transport.stdio": true,
+	"transport.http": true, "classification": true, "classification.required_scopes": true, "modes": true,
+	"tools": true, "exclusive_tools": true, "rules": true, "egress": true, "egress.allow": true,
+}
+
+// at is the position of the first of paths that x holds, or of x itself. A key that is
+// absent from one tree is located at its fallback there (for a tool, its name).
+func at(x positioned, paths ...string) spec.Pos {
+	for _, p := range paths {
+		if x.Has(p) {
+			if containers[p] {
+				return x.KeyAt(p)
+			}
+			return x.At(p)
+		}
+	}
+	return x.At("")
+}
+
+func (d *differ) add(rule, kind, subject string, cur, prev *Location, format string, a ...any) {
+	r, _ := LookupRule(rule) // every name is in the table: TestRulesUsedAreInTable
+	d.out = append(d.out, Finding{Rule: rule, Severity: r.Severity, Kind: kind, Subject: subject,
 		Message: fmt.Sprintf(format, a...), Cur: cur, Prev: prev})
 }
 
@@ -148,7 +178,7 @@ func (d *differ) tools() {
 	for _, p := range d.prev.Tools {
 		c := d.cur.Tool(p.Name)
 		if c == nil {
-			d.add("TOOL_REMOVED", Breaking, "tool", p.Name, nil, loc(d.prev, p.File, p.At("name")),
+			d.add("TOOL_REMOVED", "tool", p.Name, nil, loc(d.prev, p.File, p.At("name")),
 				"tool %s removed; callers and pinned catalogs that name it break", p.Name)
 			continue
 		}
@@ -156,25 +186,27 @@ func (d *differ) tools() {
 	}
 	for _, c := range d.cur.Tools {
 		if d.prev.Tool(c.Name) == nil {
-			d.add("TOOL_ADDED", Info, "tool", c.Name, loc(d.cur, c.File, c.At("name")), nil,
+			d.add("TOOL_ADDED", "tool", c.Name, loc(d.cur, c.File, c.At("name")), nil,
 				"tool %s added (side_effect %s, risk %s)", c.Name, c.SideEffect, c.Risk)
 		}
 	}
 }
 
-// classification compares the fields tools and servers share.
+// classification compares the fields tools and servers share. cl and pl locate one of
+// them (idempotency, side_effect, risk, required_scopes) in the current and previous
+// tree, scopeLoc a removed scope in the previous one.
 func (d *differ) classification(kind, subject string, cl, pl func(key string) *Location,
 	pSide, cSide, pIdem, cIdem, pRisk, cRisk string, pScopes, cScopes []spec.Ref, scopeLoc func(spec.Ref) *Location) {
 	if lowered(idempotencyRank, pIdem, cIdem) {
-		d.add("IDEMPOTENCY_LOOSENED", Weakens, kind, subject, cl("idempotency"), pl("idempotency"),
+		d.add("IDEMPOTENCY_LOOSENED", kind, subject, cl("idempotency"), pl("idempotency"),
 			"idempotency loosened from %s to %s: retries after an unknown outcome now run the effect again without asking", pIdem, cIdem)
 	}
 	if lowered(sideEffectRank, pSide, cSide) {
-		d.add("SIDE_EFFECT_LOWERED", Weakens, kind, subject, cl("side_effect"), pl("side_effect"),
+		d.add("SIDE_EFFECT_LOWERED", kind, subject, cl("side_effect"), pl("side_effect"),
 			"side_effect lowered from %s to %s", pSide, cSide)
 	}
 	if lowered(riskRank, pRisk, cRisk) {
-		d.add("RISK_LOWERED", Weakens, kind, subject, cl("risk"), pl("risk"),
+		d.add("RISK_LOWERED", kind, subject, cl("risk"), pl("risk"),
 			"risk lowered from %s to %s: fewer calls need approval", pRisk, cRisk)
 	}
 	have := map[string]bool{}
@@ -183,7 +215,7 @@ func (d *differ) classification(kind, subject string, cl, pl func(key string) *L
 	}
 	for _, s := range pScopes {
 		if !have[s.Name] {
-			d.add("SCOPE_REMOVED", Weakens, kind, subject, cl("required_scopes"), scopeLoc(s),
+			d.add("SCOPE_REMOVED", kind, subject, cl("required_scopes"), scopeLoc(s),
 				"required scope %s removed: principals without it may now call", s.Name)
 		}
 	}
@@ -191,38 +223,38 @@ func (d *differ) classification(kind, subject string, cl, pl func(key string) *L
 
 func (d *differ) tool(p, c *spec.Tool) {
 	name := c.Name
-	cl := func(key string) *Location { return loc(d.cur, c.File, toolAt(c, key)) }
-	pl := func(key string) *Location { return loc(d.prev, p.File, toolAt(p, key)) }
+	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "name")) }
+	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "name")) }
 	d.classification("tool", name, cl, pl, p.SideEffect, c.SideEffect, p.Idempotency, c.Idempotency, p.Risk, c.Risk,
 		p.RequiredScopes, c.RequiredScopes, func(r spec.Ref) *Location { return loc(d.prev, p.File, r.Pos) })
 	if pw, cw := exprText(p.IdempotentWhen), exprText(c.IdempotentWhen); pw != "" && cw != "" && pw != cw {
-		d.add("IDEMPOTENT_WHEN_CHANGED", Weakens, "tool", name, cl("idempotent_when"), pl("idempotent_when"),
+		d.add("IDEMPOTENT_WHEN_CHANGED", "tool", name, cl("idempotent_when"), pl("idempotent_when"),
 			"idempotent_when changed from %q to %q: review when a retry is safe", pw, cw)
 	}
 	if lowered(trustRank, p.OutputTrust, c.OutputTrust) {
-		d.add("OUTPUT_TRUST_RAISED", Weakens, "tool", name, cl("output_trust"), pl("output_trust"),
+		d.add("OUTPUT_TRUST_RAISED", "tool", name, cl("output_trust"), pl("output_trust"),
 			"output_trust raised from %s to %s: its results are believed more", p.OutputTrust, c.OutputTrust)
 	}
 	pa, ca := exprText(p.ApprovalWhen), exprText(c.ApprovalWhen)
 	switch {
 	case pa != "" && ca == "":
-		d.add("APPROVAL_WHEN_REMOVED", Weakens, "tool", name, cl("name"), pl("approval_when"),
+		d.add("APPROVAL_WHEN_REMOVED", "tool", name, cl("approval_when"), pl("approval_when"),
 			"approval_when %q removed: those calls no longer wait for a person", pa)
 	case pa != "" && pa != ca:
-		d.add("APPROVAL_WHEN_CHANGED", Weakens, "tool", name, cl("approval_when"), pl("approval_when"),
+		d.add("APPROVAL_WHEN_CHANGED", "tool", name, cl("approval_when"), pl("approval_when"),
 			"approval_when changed from %q to %q: review whether it still asks when it must", pa, ca)
 	}
 	if !p.ParallelSafe && c.ParallelSafe {
-		d.add("PARALLEL_SAFE_ENABLED", Weakens, "tool", name, cl("parallel_safe"), pl("parallel_safe"),
+		d.add("PARALLEL_SAFE_ENABLED", "tool", name, cl("parallel_safe"), pl("parallel_safe"),
 			"parallel_safe turned on: the tool may now share a parallel batch")
 	}
 	if p.ConfersApproval && !c.ConfersApproval {
-		d.add("CONFERS_APPROVAL_DISABLED", Weakens, "tool", name, cl("confers_approval"), pl("confers_approval"),
+		d.add("CONFERS_APPROVAL_DISABLED", "tool", name, cl("confers_approval"), pl("confers_approval"),
 			"confers_approval turned off: the tool leaves every protocol's exclusive set unless declared there (WF-2)")
 	}
 
 	// Compatibility of the argument schema.
-	d.fields(name, p, c, "args", p.Args, c.Args, cl("args"))
+	d.fields(name, p, c, "args", p.Args, c.Args, cl("args"), pl("args"))
 
 	// VERSION_NOT_BUMPED: behaviour-affecting fields.
 	var changed []string
@@ -248,7 +280,7 @@ func (d *differ) tool(p, c *spec.Tool) {
 		}
 	}
 	if len(changed) > 0 && c.Version <= p.Version {
-		d.add("VERSION_NOT_BUMPED", Breaking, "tool", name, cl("version"), pl("version"),
+		d.add("VERSION_NOT_BUMPED", "tool", name, cl("version"), pl("version"),
 			"%s changed but version stayed %d (was %d): the idempotency key includes the version, so bump it",
 			strings.Join(changed, ", "), c.Version, p.Version)
 	}
@@ -265,7 +297,7 @@ func (d *differ) tool(p, c *spec.Tool) {
 		{"kind", "kind", p.Kind, c.Kind},
 		{"timeout", "timeout", p.Timeout, c.Timeout},
 		{"suspends", "suspends", p.Suspends, c.Suspends},
-		{"output.max_bytes", "output", p.OutputMaxBytes, c.OutputMaxBytes},
+		{"output.max_bytes", "output.max_bytes", p.OutputMaxBytes, c.OutputMaxBytes},
 		{"result", "result", fieldsSig(p.Result, true), fieldsSig(c.Result, true)},
 	} {
 		if o.a != o.b {
@@ -299,7 +331,7 @@ func (d *differ) tool(p, c *spec.Tool) {
 			labels[i] = o.label
 		}
 		slices.Sort(labels)
-		d.add("TOOL_CHANGED", Info, "tool", name, cl(key), pl(key), "catalog entry changed: %s", strings.Join(labels, ", "))
+		d.add("TOOL_CHANGED", "tool", name, cl(key), pl(key), "catalog entry changed: %s", strings.Join(labels, ", "))
 	}
 }
 
@@ -308,14 +340,6 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
-}
-
-// toolAt is the position of key's value, or of the tool's name when key is absent.
-func toolAt(t *spec.Tool, key string) spec.Pos {
-	if p := t.At(key); p != t.At("") {
-		return p
-	}
-	return t.At("name")
 }
 
 func scopesRemoved(prev, cur []spec.Ref) bool {
@@ -342,7 +366,8 @@ func (d *differ) hasArgFinding(tool string) bool {
 }
 
 // fields compares the argument fields pf (previous) and cf (current) under prefix.
-func (d *differ) fields(tool string, p, c *spec.Tool, prefix string, pf, cf []*spec.Field, parent *Location) {
+// curParent and prevParent locate what holds them (args, or an object argument).
+func (d *differ) fields(tool string, p, c *spec.Tool, prefix string, pf, cf []*spec.Field, curParent, prevParent *Location) {
 	byName := map[string]*spec.Field{}
 	for _, f := range pf {
 		byName[f.Name] = f
@@ -350,34 +375,34 @@ func (d *differ) fields(tool string, p, c *spec.Tool, prefix string, pf, cf []*s
 	have := map[string]bool{}
 	for _, f := range cf {
 		have[f.Name] = true
-		d.field(tool, p, c, prefix+"."+f.Name, byName[f.Name], f)
+		d.field(tool, p, c, prefix+"."+f.Name, byName[f.Name], f, prevParent)
 	}
 	for _, f := range pf {
 		if !have[f.Name] {
-			d.add("ARG_REMOVED", Breaking, "tool", tool, parent, loc(d.prev, p.File, f.Pos),
+			d.add("ARG_REMOVED", "tool", tool, curParent, loc(d.prev, p.File, f.Pos),
 				"argument %s removed: callers that send it are rejected", strings.TrimPrefix(prefix+"."+f.Name, "args."))
 		}
 	}
 }
 
-func (d *differ) field(tool string, p, c *spec.Tool, name string, pf, cf *spec.Field) {
+func (d *differ) field(tool string, p, c *spec.Tool, name string, pf, cf *spec.Field, prevParent *Location) {
 	shown := strings.TrimPrefix(name, "args.")
 	cl := func(key string) *Location { return loc(d.cur, c.File, cf.At(key)) }
 	if pf == nil {
 		if cf.Required {
-			d.add("ARG_NEWLY_REQUIRED", Breaking, "tool", tool, loc(d.cur, c.File, cf.Pos), nil,
+			d.add("ARG_NEWLY_REQUIRED", "tool", tool, loc(d.cur, c.File, cf.Pos), prevParent,
 				"new argument %s is required: existing callers do not send it", shown)
 		}
 		return
 	}
 	pl := func(key string) *Location { return loc(d.prev, p.File, pf.At(key)) }
 	if pf.Type != cf.Type {
-		d.add("ARG_TYPE_CHANGED", Breaking, "tool", tool, cl("type"), pl("type"),
+		d.add("ARG_TYPE_CHANGED", "tool", tool, cl("type"), pl("type"),
 			"argument %s changed type from %s to %s", shown, pf.Type, cf.Type)
 		return
 	}
 	if cf.Required && !pf.Required {
-		d.add("ARG_NEWLY_REQUIRED", Breaking, "tool", tool, loc(d.cur, c.File, cf.Pos), loc(d.prev, p.File, pf.Pos),
+		d.add("ARG_NEWLY_REQUIRED", "tool", tool, loc(d.cur, c.File, cf.Pos), loc(d.prev, p.File, pf.Pos),
 			"argument %s was optional and is now required", shown)
 	}
 	if len(cf.Enum) > 0 {
@@ -387,16 +412,16 @@ func (d *differ) field(tool string, p, c *spec.Tool, name string, pf, cf *spec.F
 				if i < len(pf.EnumPos) {
 					prevAt = loc(d.prev, p.File, pf.EnumPos[i])
 				}
-				d.add("ENUM_VALUE_REMOVED", Breaking, "tool", tool, cl("enum"), prevAt,
+				d.add("ENUM_VALUE_REMOVED", "tool", tool, cl("enum"), prevAt,
 					"argument %s no longer accepts %v", shown, v)
 			}
 		}
 	}
 	if pf.Items != nil && cf.Items != nil {
-		d.field(tool, p, c, name+"[]", pf.Items, cf.Items)
+		d.field(tool, p, c, name+"[]", pf.Items, cf.Items, prevParent)
 	}
 	if cf.Type == spec.TypeObject {
-		d.fields(tool, p, c, name, pf.Properties, cf.Properties, loc(d.cur, c.File, cf.Pos))
+		d.fields(tool, p, c, name, pf.Properties, cf.Properties, loc(d.cur, c.File, cf.Pos), loc(d.prev, p.File, pf.Pos))
 	}
 }
 
@@ -452,7 +477,7 @@ func (d *differ) servers() {
 	for _, p := range d.prev.Servers {
 		c := d.cur.Server(p.ServerID)
 		if c == nil {
-			d.add("SERVER_REMOVED", Info, "server", p.ServerID, nil, loc(d.prev, p.File, p.At("server_id")),
+			d.add("SERVER_REMOVED", "server", p.ServerID, nil, loc(d.prev, p.File, p.At("server_id")),
 				"server %s removed", p.ServerID)
 			continue
 		}
@@ -460,7 +485,7 @@ func (d *differ) servers() {
 	}
 	for _, c := range d.cur.Servers {
 		if d.prev.Server(c.ServerID) == nil {
-			d.add("SERVER_ADDED", Info, "server", c.ServerID, loc(d.cur, c.File, c.At("server_id")), nil,
+			d.add("SERVER_ADDED", "server", c.ServerID, loc(d.cur, c.File, c.At("server_id")), nil,
 				"server %s added (configured_by %s)", c.ServerID, c.ConfiguredBy)
 		}
 	}
@@ -468,14 +493,18 @@ func (d *differ) servers() {
 
 func (d *differ) server(p, c *spec.Server) {
 	id := c.ServerID
-	cl := func(key string) *Location { return loc(d.cur, c.File, c.At(key)) }
-	pl := func(key string) *Location { return loc(d.prev, p.File, p.At(key)) }
+	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "server_id")) }
+	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "server_id")) }
+	// A classification field is located at its own key, or where the classification
+	// is when the file leaves it out.
+	ccl := func(key string) *Location { return cl2(d.cur, c, key) }
+	pcl := func(key string) *Location { return cl2(d.prev, p, key) }
 	if p.ConfiguredBy == "operator" && c.ConfiguredBy == "tenant" {
-		d.add("SERVER_TO_TENANT", Weakens, "server", id, cl("configured_by"), pl("configured_by"),
+		d.add("SERVER_TO_TENANT", "server", id, cl("configured_by"), pl("configured_by"),
 			"configured_by moved from operator to tenant: a tenant now decides what this server is")
 	}
 	if p.Stdio == nil && c.Stdio != nil {
-		d.add("SERVER_TO_STDIO", Weakens, "server", id, cl("transport"), pl("transport"),
+		d.add("SERVER_TO_STDIO", "server", id, cl("transport"), pl("transport"),
 			"transport moved to stdio: the server now runs as a local subprocess")
 	}
 	// A classification field newly left out falls back to its most restrictive value.
@@ -483,7 +512,7 @@ func (d *differ) server(p, c *spec.Server) {
 	for _, f := range c.Defaulted {
 		if !slices.Contains(p.Defaulted, f) {
 			newlyDefaulted[f] = true
-			d.add("SERVER_CLASSIFICATION_DEFAULTED", Info, "server", id, cl("classification"), pl("classification"),
+			d.add("SERVER_CLASSIFICATION_DEFAULTED", "server", id, ccl(f), pcl(f),
 				"classification %s removed: it falls back to the most restrictive value", f)
 		}
 	}
@@ -500,32 +529,45 @@ func (d *differ) server(p, c *spec.Server) {
 	if newlyDefaulted["required_scopes"] {
 		cScopes = p.RequiredScopes
 	}
-	d.classification("server", id, func(string) *Location { return cl("classification") },
-		func(string) *Location { return pl("classification") }, ps, cs, pi, ci, pr, cr, p.RequiredScopes, cScopes,
-		func(spec.Ref) *Location { return pl("classification") })
+	d.classification("server", id, ccl, pcl, ps, cs, pi, ci, pr, cr, p.RequiredScopes, cScopes,
+		func(r spec.Ref) *Location {
+			if r.Pos.Line == 0 { // the unclassified scope of a defaulted required_scopes
+				return pcl("required_scopes")
+			}
+			return loc(d.prev, p.File, r.Pos)
+		})
 
-	var other []string
+	// SERVER_CHANGED is located at the first changed key.
+	var other, keys []string
 	switch {
 	case p.Stdio == nil && c.Stdio != nil:
 		// SERVER_TO_STDIO says it.
-	case (p.HTTP == nil) != (c.HTTP == nil) || p.HTTP != nil && p.HTTP.URL != c.HTTP.URL:
-		other = append(other, "transport")
+	case p.HTTP != nil && c.HTTP != nil && p.HTTP.URL != c.HTTP.URL:
+		other, keys = append(other, "transport url"), append(keys, "transport.http.url")
+	case (p.HTTP == nil) != (c.HTTP == nil):
+		other, keys = append(other, "transport"), append(keys, "transport")
 	case p.Stdio != nil && c.Stdio != nil && (p.Stdio.Command != c.Stdio.Command ||
 		!slices.Equal(p.Stdio.Args, c.Stdio.Args) || fmt.Sprint(p.Stdio.Env) != fmt.Sprint(c.Stdio.Env)):
-		other = append(other, "transport")
+		other, keys = append(other, "transport"), append(keys, "transport.stdio")
 	}
 	if p.ConfiguredBy != c.ConfiguredBy && !(p.ConfiguredBy == "operator" && c.ConfiguredBy == "tenant") {
-		other = append(other, "configured_by")
+		other, keys = append(other, "configured_by "+p.ConfiguredBy+" -> "+c.ConfiguredBy), append(keys, "configured_by")
 	}
 	if p.Resources != c.Resources {
-		other = append(other, "resources "+p.Resources+" -> "+c.Resources)
+		other, keys = append(other, "resources "+p.Resources+" -> "+c.Resources), append(keys, "resources")
 	}
 	if p.Prompts != c.Prompts {
-		other = append(other, "prompts "+p.Prompts+" -> "+c.Prompts)
+		other, keys = append(other, "prompts "+p.Prompts+" -> "+c.Prompts), append(keys, "prompts")
 	}
 	if len(other) > 0 {
-		d.add("SERVER_CHANGED", Info, "server", id, cl("server_id"), pl("server_id"), "server changed: %s", strings.Join(other, ", "))
+		d.add("SERVER_CHANGED", "server", id, cl(keys[0]), pl(keys[0]), "server changed: %s", strings.Join(other, ", "))
 	}
+}
+
+// cl2 locates classification field key of server s: the field, else the
+// classification, else the server_id.
+func cl2(t *spec.Tree, s *spec.Server, key string) *Location {
+	return loc(t, s.File, at(s, "classification."+key, "classification", "server_id"))
 }
 
 func protocolByName(t *spec.Tree, name string) *spec.Protocol {
@@ -541,7 +583,7 @@ func (d *differ) protocols() {
 	for _, p := range d.prev.Protocols {
 		c := protocolByName(d.cur, p.Name)
 		if c == nil {
-			d.add("PROTOCOL_REMOVED", Info, "protocol", p.Name, nil, loc(d.prev, p.File, spec.Pos{}),
+			d.add("PROTOCOL_REMOVED", "protocol", p.Name, nil, loc(d.prev, p.File, p.At("name")),
 				"protocol %s removed", p.Name)
 			continue
 		}
@@ -549,87 +591,116 @@ func (d *differ) protocols() {
 	}
 	for _, c := range d.cur.Protocols {
 		if protocolByName(d.prev, c.Name) == nil {
-			d.add("PROTOCOL_ADDED", Info, "protocol", c.Name, loc(d.cur, c.File, spec.Pos{}), nil,
-				"protocol %s added", c.Name)
+			d.add("PROTOCOL_ADDED", "protocol", c.Name, loc(d.cur, c.File, c.At("name")), nil,
+				"protocol %s added with modes %s", c.Name, modeNames(c.Modes))
 		}
 	}
 }
 
+func modeNames(ms []*spec.Mode) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ", ")
+}
+
 func (d *differ) protocol(p, c *spec.Protocol) {
 	name := c.Name
+	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "name")) }
+	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "name")) }
+	effective := c.ExclusiveSet(d.cur.Tools)
 	for _, cm := range c.Modes {
 		pm := p.Mode(cm.Name)
 		if pm == nil {
-			d.add("MODE_ADDED", Info, "protocol", name, loc(d.cur, c.File, cm.Pos), nil,
-				"mode %s added with %s", cm.Name, strings.Join(refNames(cm.Tools), ", "))
+			// A new mode only narrows what an actor in it can do compared with no mode at
+			// all; whether it shares an exclusive tool with another mode is WF-1, which
+			// toolgen check enforces. The message lists what the mode holds for review.
+			held := make([]string, len(cm.Tools))
+			for i, t := range cm.Tools {
+				held[i] = t.Name
+				if _, ex := effective[t.Name]; ex {
+					held[i] += " (exclusive)"
+				}
+			}
+			what := "no tools"
+			if len(held) > 0 {
+				what = strings.Join(held, ", ")
+			}
+			d.add("MODE_ADDED", "protocol", name, loc(d.cur, c.File, cm.Pos), pl("modes"),
+				"mode %s added with %s", cm.Name, what)
 			continue
 		}
 		prevTools := refNames(pm.Tools)
 		for _, t := range cm.Tools {
 			if !slices.Contains(prevTools, t.Name) {
-				d.add("MODE_TOOL_ADDED", Weakens, "protocol", name, loc(d.cur, c.File, t.Pos), loc(d.prev, p.File, pm.Pos),
+				d.add("MODE_TOOL_ADDED", "protocol", name, loc(d.cur, c.File, t.Pos), loc(d.prev, p.File, at(pm, "tools")),
 					"%s added to mode %s", t.Name, cm.Name)
 			}
 		}
 		curTools := refNames(cm.Tools)
 		for _, t := range pm.Tools {
 			if !slices.Contains(curTools, t.Name) {
-				d.add("MODE_TOOL_REMOVED", Info, "protocol", name, loc(d.cur, c.File, cm.Pos), loc(d.prev, p.File, t.Pos),
+				d.add("MODE_TOOL_REMOVED", "protocol", name, loc(d.cur, c.File, at(cm, "tools")), loc(d.prev, p.File, t.Pos),
 					"%s removed from mode %s", t.Name, cm.Name)
 			}
 		}
 	}
 	for _, pm := range p.Modes {
 		if c.Mode(pm.Name) == nil {
-			d.add("MODE_REMOVED", Info, "protocol", name, nil, loc(d.prev, p.File, pm.Pos),
+			d.add("MODE_REMOVED", "protocol", name, cl("modes"), loc(d.prev, p.File, pm.Pos),
 				"mode %s removed", pm.Name)
 		}
 	}
 	// Exclusive tools: the declaration shrank.
 	declared := refNames(c.ExclusiveTools)
-	effective := c.ExclusiveSet(d.cur.Tools)
-	curAt := loc(d.cur, c.File, spec.Pos{})
-	if len(c.ExclusiveTools) > 0 {
-		curAt = loc(d.cur, c.File, c.ExclusiveTools[0].Pos)
-	}
 	for _, t := range p.ExclusiveTools {
 		if slices.Contains(declared, t.Name) {
 			continue
 		}
 		if _, still := effective[t.Name]; still {
-			d.add("EXCLUSIVE_DECLARATION_DROPPED", Info, "protocol", name, curAt, loc(d.prev, p.File, t.Pos),
+			d.add("EXCLUSIVE_DECLARATION_DROPPED", "protocol", name, cl("exclusive_tools"), loc(d.prev, p.File, t.Pos),
 				"%s no longer declared in exclusive_tools, but it is still exclusive (default or confers_approval, WF-2)", t.Name)
 			continue
 		}
-		d.add("EXCLUSIVE_TOOL_DROPPED", Weakens, "protocol", name, curAt, loc(d.prev, p.File, t.Pos),
+		d.add("EXCLUSIVE_TOOL_DROPPED", "protocol", name, cl("exclusive_tools"), loc(d.prev, p.File, t.Pos),
 			"%s is no longer exclusive: one mode's actor may now share it with another mode (WF-1)", t.Name)
 	}
-	var other []string
 	if p.InitialMode.Name != c.InitialMode.Name {
-		other = append(other, fmt.Sprintf("initial_mode %s -> %s", p.InitialMode.Name, c.InitialMode.Name))
+		d.add("PROTOCOL_CHANGED", "protocol", name, cl("initial_mode"), pl("initial_mode"),
+			"protocol changed: initial_mode %s -> %s", p.InitialMode.Name, c.InitialMode.Name)
 	}
 	prevDeclared := refNames(p.ExclusiveTools)
 	for _, t := range c.ExclusiveTools {
 		if !slices.Contains(prevDeclared, t.Name) {
-			other = append(other, "exclusive tool "+t.Name+" declared")
+			d.add("PROTOCOL_CHANGED", "protocol", name, loc(d.cur, c.File, t.Pos), pl("exclusive_tools"),
+				"protocol changed: exclusive tool %s declared", t.Name)
 		}
-	}
-	if len(other) > 0 {
-		at := loc(d.cur, c.File, c.InitialMode.Pos)
-		d.add("PROTOCOL_CHANGED", Info, "protocol", name, at, loc(d.prev, p.File, p.InitialMode.Pos),
-			"protocol changed: %s", strings.Join(other, ", "))
 	}
 }
 
 func (d *differ) policy() {
+	pp, cp := d.prev.Policy, d.cur.Policy
 	var pRules, cRules []*spec.Rule
 	var pHosts, cHosts []spec.Ref
-	var pFile, cFile string
-	if d.prev.Policy != nil {
-		pRules, pHosts, pFile = d.prev.Policy.Rules, d.prev.Policy.EgressAllow, d.prev.Policy.File
+	if pp != nil {
+		pRules, pHosts = pp.Rules, pp.EgressAllow
 	}
-	if d.cur.Policy != nil {
-		cRules, cHosts, cFile = d.cur.Policy.Rules, d.cur.Policy.EgressAllow, d.cur.Policy.File
+	if cp != nil {
+		cRules, cHosts = cp.Rules, cp.EgressAllow
+	}
+	// cl and pl locate a key of policy.yaml, or nothing when the file is absent.
+	cl := func(key string) *Location {
+		if cp == nil {
+			return nil
+		}
+		return loc(d.cur, cp.File, at(cp, key))
+	}
+	pl := func(key string) *Location {
+		if pp == nil {
+			return nil
+		}
+		return loc(d.prev, pp.File, at(pp, key))
 	}
 	find := func(rs []*spec.Rule, name string) *spec.Rule {
 		for _, r := range rs {
@@ -649,27 +720,27 @@ func (d *differ) policy() {
 		c := find(cRules, p.Name)
 		if c == nil {
 			if p.Effect == "allow" {
-				d.add("POLICY_ALLOW_RULE_REMOVED", Info, "policy", p.Name, nil, loc(d.prev, pFile, p.Pos),
+				d.add("POLICY_ALLOW_RULE_REMOVED", "policy", p.Name, cl("rules"), loc(d.prev, pp.File, p.Pos),
 					"allow rule %s removed", p.Name)
 			} else {
-				d.add("POLICY_RULE_REMOVED", Weakens, "policy", p.Name, nil, loc(d.prev, pFile, p.Pos),
+				d.add("POLICY_RULE_REMOVED", "policy", p.Name, cl("rules"), loc(d.prev, pp.File, p.Pos),
 					"%s rule %s removed: %s", p.Effect, p.Name, exprText(p.When))
 			}
 			continue
 		}
-		var what []string
+		// One finding per changed part, each at its own key.
 		if p.Effect != c.Effect {
-			what = append(what, fmt.Sprintf("effect %s -> %s", p.Effect, c.Effect))
+			d.add("POLICY_RULE_CHANGED", "policy", c.Name, loc(d.cur, cp.File, whenPos(c)), loc(d.prev, pp.File, whenPos(p)),
+				"rule %s changed: effect %s -> %s", c.Name, p.Effect, c.Effect)
 		}
 		if pw, cw := exprText(p.When), exprText(c.When); pw != cw {
-			what = append(what, fmt.Sprintf("condition %q -> %q", pw, cw))
+			d.add("POLICY_RULE_CHANGED", "policy", c.Name, loc(d.cur, cp.File, whenPos(c)), loc(d.prev, pp.File, whenPos(p)),
+				"rule %s changed: condition %q -> %q", c.Name, pw, cw)
 		}
 		if !slices.Equal(refNames(p.Tools), refNames(c.Tools)) {
-			what = append(what, fmt.Sprintf("tools [%s] -> [%s]", strings.Join(refNames(p.Tools), ", "), strings.Join(refNames(c.Tools), ", ")))
-		}
-		if len(what) > 0 {
-			d.add("POLICY_RULE_CHANGED", Weakens, "policy", c.Name, loc(d.cur, cFile, whenPos(c)), loc(d.prev, pFile, whenPos(p)),
-				"rule %s changed: %s", c.Name, strings.Join(what, "; "))
+			d.add("POLICY_RULE_CHANGED", "policy", c.Name, loc(d.cur, cp.File, at(c, "tools", "name")),
+				loc(d.prev, pp.File, at(p, "tools", "name")), "rule %s changed: tools [%s] -> [%s]", c.Name,
+				strings.Join(refNames(p.Tools), ", "), strings.Join(refNames(c.Tools), ", "))
 		}
 	}
 	for _, c := range cRules {
@@ -677,24 +748,68 @@ func (d *differ) policy() {
 			continue
 		}
 		if c.Effect == "allow" {
-			d.add("POLICY_ALLOW_RULE_ADDED", Weakens, "policy", c.Name, loc(d.cur, cFile, c.Pos), nil,
+			d.add("POLICY_ALLOW_RULE_ADDED", "policy", c.Name, loc(d.cur, cp.File, c.Pos), pl("rules"),
 				"allow rule %s added: it waives trust- and risk-based approvals when %s", c.Name, exprText(c.When))
 		} else {
-			d.add("POLICY_RULE_ADDED", Info, "policy", c.Name, loc(d.cur, cFile, c.Pos), nil,
+			d.add("POLICY_RULE_ADDED", "policy", c.Name, loc(d.cur, cp.File, c.Pos), pl("rules"),
 				"%s rule %s added", c.Effect, c.Name)
 		}
 	}
 	pSet, cSet := refNames(pHosts), refNames(cHosts)
 	for _, h := range cHosts {
 		if !slices.Contains(pSet, h.Name) {
-			d.add("EGRESS_HOST_ADDED", Weakens, "policy", "egress", loc(d.cur, cFile, h.Pos), nil,
+			d.add("EGRESS_HOST_ADDED", "policy", "egress", loc(d.cur, cp.File, h.Pos), pl("egress.allow"),
 				"egress host %s added: tenant servers may now name it", h.Name)
 		}
 	}
 	for _, h := range pHosts {
 		if !slices.Contains(cSet, h.Name) {
-			d.add("EGRESS_HOST_REMOVED", Info, "policy", "egress", nil, loc(d.prev, pFile, h.Pos),
+			d.add("EGRESS_HOST_REMOVED", "policy", "egress", cl("egress.allow"), loc(d.prev, pp.File, h.Pos),
 				"egress host %s removed", h.Name)
+		}
+	}
+}
+
+// acknowledge applies the tools' `acknowledge` entries (see the package documentation):
+// an entry new in this change marks the findings of its rule on its tool acknowledged;
+// an entry carried over from the previous tree applies to nothing, and is reported as
+// ACKNOWLEDGEMENT_STALE when the tool's version changed or its rule fired again.
+func (d *differ) acknowledge() {
+	type key struct{ tool, rule string }
+	fired := map[key]bool{}
+	for _, f := range d.out {
+		if f.Kind == "tool" {
+			fired[key{f.Subject, f.Rule}] = true
+		}
+	}
+	signed := map[key]bool{}
+	for _, c := range d.cur.Tools {
+		p := d.prev.Tool(c.Name)
+		for _, a := range c.Acknowledge {
+			k := key{c.Name, a.Name}
+			var carried *spec.Ref
+			if p != nil {
+				if i := slices.IndexFunc(p.Acknowledge, func(r spec.Ref) bool { return r.Name == a.Name }); i >= 0 {
+					carried = &p.Acknowledge[i]
+				}
+			}
+			switch {
+			case carried == nil:
+				signed[k] = true
+			case c.Version != p.Version:
+				d.add("ACKNOWLEDGEMENT_STALE", "tool", c.Name, loc(d.cur, c.File, a.Pos), loc(d.prev, p.File, carried.Pos),
+					"acknowledge %s was written for version %d and the version is now %d: it acknowledges nothing any more; remove it",
+					a.Name, p.Version, c.Version)
+			case fired[k]:
+				d.add("ACKNOWLEDGEMENT_STALE", "tool", c.Name, loc(d.cur, c.File, a.Pos), loc(d.prev, p.File, carried.Pos),
+					"acknowledge %s is carried over from the previous tree, where it signed off an earlier change: it does not sign off this one (remove it, and add it again once the removal is in)",
+					a.Name)
+			}
+		}
+	}
+	for i, f := range d.out {
+		if f.Kind == "tool" && signed[key{f.Subject, f.Rule}] && Acknowledgeable(f.Rule) {
+			d.out[i].Acknowledged = true
 		}
 	}
 }

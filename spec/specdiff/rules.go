@@ -1,0 +1,171 @@
+package specdiff
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/toolgen/toolgen/spec"
+)
+
+// Rule is one row of the rule table (see the package documentation, which lists the
+// same rules with what fires them).
+type Rule struct {
+	Name     string
+	Severity Severity
+	// Kinds are what a finding of the rule can be about: tool, server, protocol, policy.
+	Kinds []string
+}
+
+// Rules is the rule table, in the order of the package documentation. A rule's name and
+// severity never change: CI configurations and `acknowledge` entries name them.
+var Rules = []Rule{
+	{"IDEMPOTENCY_LOOSENED", Weakens, []string{"tool", "server"}},
+	{"IDEMPOTENT_WHEN_CHANGED", Weakens, []string{"tool"}},
+	{"SIDE_EFFECT_LOWERED", Weakens, []string{"tool", "server"}},
+	{"RISK_LOWERED", Weakens, []string{"tool", "server"}},
+	{"SCOPE_REMOVED", Weakens, []string{"tool", "server"}},
+	{"OUTPUT_TRUST_RAISED", Weakens, []string{"tool"}},
+	{"APPROVAL_WHEN_REMOVED", Weakens, []string{"tool"}},
+	{"APPROVAL_WHEN_CHANGED", Weakens, []string{"tool"}},
+	{"PARALLEL_SAFE_ENABLED", Weakens, []string{"tool"}},
+	{"CONFERS_APPROVAL_DISABLED", Weakens, []string{"tool"}},
+	{"MODE_TOOL_ADDED", Weakens, []string{"protocol"}},
+	{"EXCLUSIVE_TOOL_DROPPED", Weakens, []string{"protocol"}},
+	{"SERVER_TO_TENANT", Weakens, []string{"server"}},
+	{"SERVER_TO_STDIO", Weakens, []string{"server"}},
+	{"POLICY_RULE_REMOVED", Weakens, []string{"policy"}},
+	{"POLICY_RULE_CHANGED", Weakens, []string{"policy"}},
+	{"POLICY_ALLOW_RULE_ADDED", Weakens, []string{"policy"}},
+	{"EGRESS_HOST_ADDED", Weakens, []string{"policy"}},
+	{"TOOL_REMOVED", Breaking, []string{"tool"}},
+	{"ARG_REMOVED", Breaking, []string{"tool"}},
+	{"ARG_TYPE_CHANGED", Breaking, []string{"tool"}},
+	{"ARG_NEWLY_REQUIRED", Breaking, []string{"tool"}},
+	{"ENUM_VALUE_REMOVED", Breaking, []string{"tool"}},
+	{"VERSION_NOT_BUMPED", Breaking, []string{"tool"}},
+	{"SERVER_CLASSIFICATION_DEFAULTED", Info, []string{"server"}},
+	{"EXCLUSIVE_DECLARATION_DROPPED", Info, []string{"protocol"}},
+	{"TOOL_ADDED", Info, []string{"tool"}},
+	{"TOOL_CHANGED", Info, []string{"tool"}},
+	{"ACKNOWLEDGEMENT_STALE", Info, []string{"tool"}},
+	{"SERVER_ADDED", Info, []string{"server"}},
+	{"SERVER_REMOVED", Info, []string{"server"}},
+	{"SERVER_CHANGED", Info, []string{"server"}},
+	{"PROTOCOL_ADDED", Info, []string{"protocol"}},
+	{"PROTOCOL_REMOVED", Info, []string{"protocol"}},
+	{"MODE_ADDED", Info, []string{"protocol"}},
+	{"MODE_REMOVED", Info, []string{"protocol"}},
+	{"MODE_TOOL_REMOVED", Info, []string{"protocol"}},
+	{"PROTOCOL_CHANGED", Info, []string{"protocol"}},
+	{"POLICY_RULE_ADDED", Info, []string{"policy"}},
+	{"POLICY_ALLOW_RULE_REMOVED", Info, []string{"policy"}},
+	{"EGRESS_HOST_REMOVED", Info, []string{"policy"}},
+}
+
+// LookupRule returns the rule named name.
+func LookupRule(name string) (Rule, bool) {
+	i := slices.IndexFunc(Rules, func(r Rule) bool { return r.Name == name })
+	if i < 0 {
+		return Rule{}, false
+	}
+	return Rules[i], true
+}
+
+// Acknowledgeable reports whether a tool spec may list rule name in `acknowledge`: a
+// weakens or breaking rule whose findings are about a tool, except TOOL_REMOVED (a
+// removed tool has no spec left to carry the entry). An info finding never fails, so
+// there is nothing to acknowledge.
+func Acknowledgeable(name string) bool {
+	r, ok := LookupRule(name)
+	return ok && r.Severity != Info && slices.Contains(r.Kinds, "tool") && name != "TOOL_REMOVED"
+}
+
+// AcknowledgeableRules lists the names [Acknowledgeable] accepts, in table order.
+func AcknowledgeableRules() []string {
+	var out []string
+	for _, r := range Rules {
+		if Acknowledgeable(r.Name) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// CheckAcknowledgements reports every `acknowledge` entry of t's tools that names no
+// rule a tool can acknowledge, at the entry, as diagnostics of rule "unknown-rule". The
+// loader (package spec) checks the entries' grammar; which rules exist is known only
+// here, and spec must not import this package.
+func CheckAcknowledgements(t *spec.Tree) spec.Diagnostics {
+	if t == nil {
+		return nil
+	}
+	var out spec.Diagnostics
+	for _, tool := range t.Tools {
+		for _, a := range tool.Acknowledge {
+			if Acknowledgeable(a.Name) {
+				continue
+			}
+			var msg string
+			if r, ok := LookupRule(a.Name); ok {
+				why := "a removed tool has no spec left to carry it"
+				switch {
+				case !slices.Contains(r.Kinds, "tool"):
+					why = fmt.Sprintf("its findings are about a %s, and a tool acknowledges only findings about itself", r.Kinds[0])
+				case r.Severity == Info:
+					why = "an info finding never fails, so there is nothing to acknowledge"
+				}
+				msg = fmt.Sprintf("acknowledge cannot name %s: %s", a.Name, why)
+			} else {
+				msg = fmt.Sprintf("acknowledge names unknown rule %q", a.Name)
+				if s := closest(a.Name, AcknowledgeableRules()); s != "" {
+					msg += fmt.Sprintf("; did you mean %s?", s)
+				} else {
+					msg += "; the rules a tool can acknowledge are " + strings.Join(AcknowledgeableRules(), ", ")
+				}
+			}
+			out = append(out, spec.Diagnostic{Path: displayPath(t, tool.File), Pos: a.Pos, Rule: "unknown-rule", Message: msg})
+		}
+	}
+	return out.Sorted()
+}
+
+// displayPath is file rel of tree t as the tree displays it.
+func displayPath(t *spec.Tree, rel string) string {
+	if t.Root != "" && t.Root != "." {
+		return path.Join(strings.ReplaceAll(t.Root, "\\", "/"), rel)
+	}
+	return rel
+}
+
+// closest suggests the name nearest to s, if it is near enough to be a typo.
+func closest(s string, names []string) string {
+	best, bestD := "", 4
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
