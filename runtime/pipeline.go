@@ -624,6 +624,7 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 	marked := tc.EffectMarked()
 	if execErr != nil {
 		var wm *watermarkError
+		reason, unavailable := adapterUnavailable(execErr)
 		switch {
 		case errors.As(execErr, &wm) && errors.Is(execErr, store.ErrLeaseLost):
 			return NewOutcome(ReasonLeaseLost, c.CallID)
@@ -632,6 +633,9 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 		case marked && !retrySafe(c.spec, c.idemWhen):
 			// The effect may have been sent and a retry is not safe: a person decides.
 			return NewOutcome(ReasonEffectMayHaveHappened, c.CallID).WithExternalDetail(execErr.Error())
+		case unavailable && names.Reserved(c.spec.Name):
+			// DEV-3: the device is offline, or went away mid-call with no effect in doubt.
+			return NewOutcome(reason, c.CallID).WithExternalDetail(execErr.Error())
 		case errors.Is(execErr, context.DeadlineExceeded):
 			return NewOutcome(ReasonTimeout, c.CallID)
 		case errors.Is(execErr, context.Canceled):

@@ -771,3 +771,35 @@ func TestExecute_OnlyAnAdapterEndsInputRequestDeclined(t *testing.T) {
 	wantStatus(t, h.exec(h.call("mcp.srv.ask", "c1", `{}`)), runtime.OutcomeFailed, runtime.ReasonInputRequestDeclined)
 	wantStatus(t, h.exec(h.call("demo.ask", "c2", `{}`)), runtime.OutcomeFailed, runtime.ReasonToolFailure)
 }
+
+// TestExecute_OnlyAnAdapterClaimsDeviceReasons: UnavailableError's reasons are the
+// platform's promises (DEV-3): an adapter's tool gets them where no effect is in doubt,
+// a watermarked non-idempotent call stays UNCERTAIN whatever the error says, and a
+// builtin cannot borrow them (tool_error).
+func TestExecute_OnlyAnAdapterClaimsDeviceReasons(t *testing.T) {
+	lost := func(marks bool) func(context.Context, *runtime.ExecContext, json.RawMessage) (runtime.ToolResult, error) {
+		return func(ctx context.Context, tc *runtime.ExecContext, _ json.RawMessage) (runtime.ToolResult, error) {
+			if marks {
+				if err := tc.MarkEffectSent(ctx); err != nil {
+					return runtime.ToolResult{}, err
+				}
+			}
+			return runtime.ToolResult{}, &runtime.UnavailableError{Reason: runtime.ReasonDeviceDisconnected, Err: errors.New("connection reset")}
+		}
+	}
+	read := newTestTool("device.lab.read", runtime.SideEffectRead, runtime.Idempotent)
+	read.run = lost(false)
+	write := newTestTool("device.lab.send", runtime.SideEffectWrite, runtime.NonIdempotent)
+	write.run = lost(true)
+	builtin := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)
+	builtin.run = lost(false)
+	h := newHarness(t, runtime.Config{}, builtin)
+	for _, tool := range []*testTool{read, write} {
+		if err := h.reg.RegisterAdapter("device", tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStatus(t, h.exec(h.call("device.lab.read", "c1", `{}`)), runtime.OutcomeUnavailable, runtime.ReasonDeviceDisconnected)
+	wantStatus(t, h.exec(h.call("device.lab.send", "c2", `{}`)), runtime.OutcomeUncertain, runtime.ReasonEffectMayHaveHappened)
+	wantStatus(t, h.exec(h.call("demo.read", "c3", `{}`)), runtime.OutcomeFailed, runtime.ReasonToolError)
+}

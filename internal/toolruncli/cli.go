@@ -20,6 +20,7 @@ import (
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/spec"
 )
 
 // Exit codes: 0 done (for call: the call succeeded), 1 the call or the operation did not
@@ -33,7 +34,7 @@ const (
 const usage = `toolrun hosts toolgen's pipeline: serve tools over MCP, run calls, recover, review.
 
 Usage:
-	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]   (HTTP: /mcp and /metrics)
+	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]   (HTTP: /mcp, /metrics, /devices/connect)
 	toolrun call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
 	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
 	toolrun recover
@@ -44,6 +45,7 @@ Usage:
 	toolrun deny ID [--reason TEXT]
 	toolrun audit [--session S]
 	toolrun catalog [--force-epoch SERVER]
+	toolrun device --gateway URL --id ID --token-file F -- CMD [ARGS...]
 
 Flags every command takes:
 	--dir DIR        spec root: tools/, servers/, protocols/, policy.yaml (default ".")
@@ -100,6 +102,7 @@ func init() {
 		"deny":      runDecide,
 		"audit":     runAudit,
 		"catalog":   runCatalog,
+		"device":    runDevice,
 	}
 }
 
@@ -183,6 +186,13 @@ func (c *common) principalFor(h *host.Host) runtime.Principal {
 	for _, spec := range h.Registry.Current() {
 		p.Scopes = append(p.Scopes, spec.RequiredScopes...)
 	}
+	for _, d := range h.Tree.Devices { // their tools register when they dial in
+		for _, s := range d.Server.RequiredScopes {
+			p.Scopes = append(p.Scopes, s.Name)
+		}
+	}
+	// No principal is ever granted the scope of unclassified servers and devices.
+	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
 	slices.Sort(p.Scopes)
 	p.Scopes = slices.Compact(p.Scopes)
 	return p

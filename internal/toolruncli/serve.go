@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/internal/host"
+	"github.com/toolgen/toolgen/mcp/device"
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 )
 
@@ -26,7 +27,7 @@ const epochPoll = time.Second
 func runServe(e *env, cmd string, args []string) int {
 	fs, c := newFlags(cmd, e)
 	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout (no metrics endpoint)")
-	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+MCPPath+", Prometheus metrics at GET "+MetricsPath)
+	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+MCPPath+", Prometheus metrics at GET "+MetricsPath+", devices at "+device.ConnectPath)
 	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
 	mode := fs.String("mode", "", "serve only this mode of the protocol")
 	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
@@ -83,6 +84,13 @@ func runServe(e *env, cmd string, args []string) int {
 		return ExitOK
 	}
 	mux := serveMux(srv.HTTPHandler(), metrics.Handler)
+	gw, err := device.NewGateway(device.Options{Devices: h.Tree.Devices, Registry: h.Registry, Store: h.Store,
+		Logger: log.With("component", "devices")})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer gw.Close()
+	mux.Handle(device.ConnectPath, gw)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fail(e, cmd, err)
@@ -94,8 +102,8 @@ func runServe(e *env, cmd string, args []string) int {
 		defer done()
 		hs.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s, metrics on http://%s%s\n",
-		ln.Addr(), MCPPath, ln.Addr(), MetricsPath)
+	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s\n",
+		ln.Addr(), MCPPath, ln.Addr(), MetricsPath, ln.Addr(), device.ConnectPath)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fail(e, cmd, err)
 	}

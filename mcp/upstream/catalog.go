@@ -53,7 +53,7 @@ func jsonMarshal(v any) (json.RawMessage, error) {
 func (u *Upstream) buildCatalog(tools []*mcp.Tool) (map[string]*entry, map[string]*drop) {
 	groups := map[string][]*mcp.Tool{}
 	for _, t := range tools {
-		name, err := ToolName(u.id, t.Name)
+		name, err := DomainToolName(u.domain, u.id, t.Name)
 		if err != nil { // the server id was checked by Connect; kept as a guard
 			u.log.Error("cannot name an upstream tool", "remote_name", short(t.Name), "error", err)
 			continue
@@ -192,7 +192,7 @@ func (u *Upstream) apply(ctx context.Context, entries map[string]*entry, drops m
 		var err error
 		switch {
 		case old == nil:
-			err = safeRegister(func() error { return reg.RegisterAdapter(Domain, e.tool) })
+			err = safeRegister(func() error { return reg.RegisterAdapter(u.domain, e.tool) })
 		case old.hash != e.hash:
 			// The spec is already external_untrusted: Replace, unlike RegisterAdapter,
 			// does not force it.

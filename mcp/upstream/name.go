@@ -7,8 +7,12 @@ import (
 	"github.com/toolgen/toolgen/internal/names"
 )
 
-// Domain is the registry domain of every tool this package registers (SPEC-2).
-const Domain = "mcp"
+// Domain is the registry domain of the tools of an MCP server (SPEC-2); DeviceDomain
+// that of a device's tools (DEV-1), which this package registers too.
+const (
+	Domain       = "mcp"
+	DeviceDomain = "device"
+)
 
 // digitPrefix is put in front of a normalized name that starts with a digit: a SPEC-1
 // segment starts with a letter.
@@ -22,7 +26,11 @@ const emptyName = "tool"
 // under the SPEC-1 length limit ([names.MaxBytes]); it is below 1 when serverID is too
 // long to name any tool.
 func NameBudget(serverID string) int {
-	return names.MaxBytes - len(Domain) - len(serverID) - 2
+	return domainBudget(Domain, serverID)
+}
+
+func domainBudget(domain, id string) int {
+	return names.MaxBytes - len(domain) - len(id) - 2
 }
 
 // NormalizeName maps a remote MCP tool (or prompt) name to one SPEC-1 segment of at most
@@ -81,14 +89,24 @@ func NormalizeName(remote string, maxBytes int) string {
 // mcp.{serverID}.{NormalizeName(remote)}, cut to the SPEC-1 budget. It fails only when
 // serverID itself is not a valid segment or leaves no room for a name.
 func ToolName(serverID, remote string) (string, error) {
-	if !names.Segment.MatchString(serverID) {
-		return "", fmt.Errorf("upstream: server_id %q is not a lower_snake_case segment (SPEC-7)", serverID)
+	return DomainToolName(Domain, serverID, remote)
+}
+
+// DomainToolName is ToolName in another adapter domain: device.{deviceID}.{name} for
+// the tools of a device (DEV-1), which go through this package too.
+func DomainToolName(domain, id, remote string) (string, error) {
+	what := "server_id"
+	if domain != Domain {
+		what = domain + "_id"
 	}
-	budget := NameBudget(serverID)
+	if !names.Segment.MatchString(id) {
+		return "", fmt.Errorf("upstream: %s %q is not a lower_snake_case segment (SPEC-7)", what, id)
+	}
+	budget := domainBudget(domain, id)
 	if budget < 1 {
-		return "", fmt.Errorf("upstream: server_id %q is too long: %s.%s.NAME cannot fit in %d bytes", serverID, Domain, serverID, names.MaxBytes)
+		return "", fmt.Errorf("upstream: %s %q is too long: %s.%s.NAME cannot fit in %d bytes", what, id, domain, id, names.MaxBytes)
 	}
-	name := Domain + "." + serverID + "." + NormalizeName(remote, budget)
+	name := domain + "." + id + "." + NormalizeName(remote, budget)
 	if why := names.Check(name); why != "" { // cannot happen; checked so a bug is an error, not a bad registration
 		return "", fmt.Errorf("upstream: normalized name %q %s", name, why)
 	}

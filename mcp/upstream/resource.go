@@ -21,16 +21,17 @@ const readResourceSchema = `{"type":"object","properties":{"uri":{"type":"string
 const readResourceDescription = "Read one resource of this MCP server by URI (resources/read). The content is external and untrusted."
 
 func (u *Upstream) readResourceName() string {
-	return Domain + "." + u.id + "." + ReadResourceTool
+	return u.domain + "." + u.id + "." + ReadResourceTool
 }
 
 // resourcesExposed reports whether the synthetic read tool is registered: the file says
 // resources: expose and the server offers resources.
 func (u *Upstream) resourcesExposed() bool {
-	if u.opts.Server.Resources != "expose" || u.cs == nil {
+	cs := u.current()
+	if u.opts.Server.Resources != "expose" || cs == nil {
 		return false
 	}
-	ir := u.cs.InitializeResult()
+	ir := cs.InitializeResult()
 	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Resources != nil
 }
 
@@ -77,13 +78,14 @@ func (t *resourceTool) Execute(ctx context.Context, tc *runtime.ExecContext, arg
 	}
 	cs, err := t.up.session()
 	if err != nil {
-		return runtime.ToolResult{}, fmt.Errorf("%s: %w", t.spec.Name, err)
+		return runtime.ToolResult{}, t.up.deviceErr(ctx, runtime.ReasonDeviceOffline, fmt.Errorf("%s: %w", t.spec.Name, err))
 	}
 	res, err := safeCall(ctx, func(ctx context.Context) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: a.URI})
 	})
 	if err != nil {
-		return callError(ctx, t.spec.Name, "resources/read", err)
+		res, err := callError(ctx, t.spec.Name, "resources/read", err)
+		return res, t.up.deviceErr(ctx, runtime.ReasonDeviceDisconnected, err)
 	}
 	if res.NeedsInput() || res.InputRequests != nil {
 		return t.up.declineInput(ctx, t.spec.Name, res.InputRequests), nil

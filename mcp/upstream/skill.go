@@ -95,11 +95,11 @@ func (u *Upstream) refreshSkills(ctx context.Context) error {
 	if u.opts.Server.Prompts != "expose" {
 		return nil
 	}
-	ir := u.cs.InitializeResult()
+	cs := u.current()
+	ir := cs.InitializeResult()
 	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Prompts == nil {
 		return nil
 	}
-	cs := u.cs
 	prompts, err := listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 		r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
@@ -112,7 +112,7 @@ func (u *Upstream) refreshSkills(ctx context.Context) error {
 	}
 	groups := map[string][]*mcp.Prompt{}
 	for _, p := range prompts {
-		name, err := ToolName(u.id, p.Name)
+		name, err := DomainToolName(u.domain, u.id, p.Name)
 		if err != nil {
 			continue
 		}

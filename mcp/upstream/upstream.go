@@ -100,6 +100,22 @@ type Options struct {
 	// Transport, when set, is used instead of the file's transport: an in-process or
 	// already wired connection (tests, a device channel). Operator servers only.
 	Transport mcp.Transport
+	// Domain is the registry domain of the tools: "" or Domain (mcp) for a server;
+	// "device" for a device's tools, which reach the gateway over a connection the
+	// device dialled (Transport) and go through this same adapter (DEV-1). In the device
+	// domain a call the connection cannot carry fails with the device reasons
+	// (runtime.UnavailableError): device_offline before the call, device_disconnected
+	// during it (the pipeline makes the latter UNCERTAIN where an effect is in doubt).
+	Domain string
+	// CheckTools, when set, sees every tools/list answer before anything of it is
+	// registered and returns the tools to use (it may drop some). An error refuses the
+	// whole answer: on Connect the connection is refused and nothing is registered; on a
+	// later refresh the catalog stays as it was. The device gateway uses it for
+	// allow_tools and to refuse a device that names a tool outside its namespace.
+	CheckTools func(ctx context.Context, tools []*mcp.Tool) ([]*mcp.Tool, error)
+	// OnConnectionLost, when set, is called once when the connection ends on its own
+	// (not by Close), with the reason.
+	OnConnectionLost func(err error)
 	// ProtocolVersion is the revision asked for: "" means ProtocolLegacy; set
 	// ProtocolStateless to negotiate 2026-07-28 when the server offers it.
 	ProtocolVersion string
@@ -129,6 +145,7 @@ type Options struct {
 type Upstream struct {
 	opts     Options
 	id       string
+	domain   string
 	log      *slog.Logger
 	client   *mcp.Client
 	cs       *mcp.ClientSession
@@ -194,7 +211,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 	}
 	uctx, cancel := context.WithCancel(context.Background())
 	u := &Upstream{
-		opts: opts, id: s.ServerID, log: log, ctx: uctx, cancel: cancel,
+		opts: opts, id: s.ServerID, domain: opts.Domain, log: log, ctx: uctx, cancel: cancel,
 		changed: make(chan struct{}, 1),
 		tools:   map[string]*entry{}, genCh: make(chan struct{}), triggers: map[string]bool{},
 	}
@@ -221,9 +238,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		return nil, fmt.Errorf("upstream %s: connect: %w", s.ServerID, err)
 	}
 	u.cs = cs
-	if ir := cs.InitializeResult(); ir != nil {
-		u.protocol = ir.ProtocolVersion
-	}
+	u.protocol = negotiated(cs)
 	log.Info("upstream connected", "protocol", u.protocol, "transport", transportKind(&opts))
 
 	if err := u.loadHistory(ctx); err != nil {
@@ -236,16 +251,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 	}
 	u.wg.Add(2)
 	go u.refresher()
-	go func() {
-		defer u.wg.Done()
-		err := cs.Wait()
-		u.mu.Lock()
-		u.lost = fmt.Errorf("%w (%v)", ErrConnectionLost, err)
-		u.mu.Unlock()
-		if u.ctx.Err() == nil {
-			log.Warn("upstream connection ended; calls fail until it is reconnected", "error", err)
-		}
-	}()
+	go u.watch(cs)
 	return u, nil
 }
 
@@ -254,10 +260,18 @@ func checkOptions(o *Options) error {
 		return errors.New("upstream: Options.Server, Registry and Store are required")
 	}
 	s := o.Server
-	if NameBudget(s.ServerID) < 1 {
-		return fmt.Errorf("upstream: server_id %q is too long to name a tool", s.ServerID)
+	switch o.Domain {
+	case "":
+		o.Domain = Domain
+	case Domain:
+	case DeviceDomain:
+		if o.Transport == nil || s.ConfiguredBy != "operator" {
+			return fmt.Errorf("upstream: device %s: a device's tools come over the connection it dialled (Options.Transport), configured by the operator", s.ServerID)
+		}
+	default:
+		return fmt.Errorf("upstream: Options.Domain %q: want %q or %q", o.Domain, Domain, DeviceDomain)
 	}
-	if _, err := ToolName(s.ServerID, "x"); err != nil {
+	if _, err := DomainToolName(o.Domain, s.ServerID, "x"); err != nil {
 		return err
 	}
 	if o.MaxMessageBytes <= 0 {
@@ -364,7 +378,99 @@ func safeConnect(ctx context.Context, c *mcp.Client, t mcp.Transport, o *mcp.Cli
 func (u *Upstream) ServerID() string { return u.id }
 
 // ProtocolVersion is the negotiated protocol revision.
-func (u *Upstream) ProtocolVersion() string { return u.protocol }
+func (u *Upstream) ProtocolVersion() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.protocol
+}
+
+func negotiated(cs *mcp.ClientSession) string {
+	if ir := cs.InitializeResult(); ir != nil {
+		return ir.ProtocolVersion
+	}
+	return ""
+}
+
+// current is the client session, live or lost (nil before Connect set it).
+func (u *Upstream) current() *mcp.ClientSession {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.cs
+}
+
+// watch waits for the end of the session cs; if it ended on its own while it was the
+// current session, calls fail from now on (ErrConnectionLost) and OnConnectionLost hears it.
+func (u *Upstream) watch(cs *mcp.ClientSession) {
+	defer u.wg.Done()
+	err := cs.Wait()
+	u.mu.Lock()
+	current := u.cs == cs && !u.closed
+	if current {
+		u.lost = fmt.Errorf("%w (%v)", ErrConnectionLost, err)
+	}
+	u.mu.Unlock()
+	if !current || u.ctx.Err() != nil {
+		return
+	}
+	u.log.Warn("upstream connection ended; calls fail until it is reconnected", "error", err)
+	if u.opts.OnConnectionLost != nil {
+		u.opts.OnConnectionLost(err)
+	}
+}
+
+// ErrStillConnected refuses a Reconnect while the connection is up.
+var ErrStillConnected = errors.New("upstream: the connection is still up")
+
+// Reconnect replaces a lost connection with a new one over t (a device that dialled
+// again) and lists the catalog again: unchanged tools stay registered as they were, so
+// sessions that pinned them go on calling them; changed ones are replaced, removed ones
+// withdrawn, and the differences recorded (catalog history kind list_changed, trigger
+// "reconnect"), as for a list_changed. While the connection is still up it fails with
+// ErrStillConnected and changes nothing. If the new catalog is refused (CheckTools) the
+// new connection is closed again and the old catalog stays.
+func (u *Upstream) Reconnect(ctx context.Context, t mcp.Transport) error {
+	u.mu.Lock()
+	switch {
+	case u.closed:
+		u.mu.Unlock()
+		return ErrClosed
+	case u.lost == nil:
+		u.mu.Unlock()
+		return ErrStillConnected
+	}
+	u.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultConnectTimeout)
+		defer cancel()
+	}
+	version := u.opts.ProtocolVersion
+	if version == "" {
+		version = ProtocolLegacy
+	}
+	cs, err := safeConnect(ctx, u.client, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return fmt.Errorf("upstream %s: reconnect: %w", u.id, err)
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		_ = cs.Close()
+		return ErrClosed
+	}
+	old := u.cs
+	u.cs, u.lost, u.protocol = cs, nil, negotiated(cs)
+	u.wg.Add(1)
+	u.mu.Unlock()
+	_ = old.Close()
+	go u.watch(cs)
+	u.log.Info("upstream reconnected", "protocol", u.ProtocolVersion())
+	if err := u.refresh(ctx, []string{"reconnect"}); err != nil {
+		_ = cs.Close()
+		return err
+	}
+	return nil
+}
 
 // ToolNames lists the registry names of the tools this server has registered, sorted.
 func (u *Upstream) ToolNames() []string {
@@ -387,8 +493,8 @@ func (u *Upstream) Close() error {
 		u.mu.Lock()
 		u.closed = true
 		u.mu.Unlock()
-		if u.cs != nil {
-			u.closeErr = u.cs.Close() // also unblocks a listing in flight
+		if cs := u.current(); cs != nil {
+			u.closeErr = cs.Close() // also unblocks a listing in flight
 		}
 		u.refreshMu.Lock() // a refresh in flight finishes (and registers nothing more)
 		u.mu.Lock()
@@ -496,7 +602,7 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 func (u *Upstream) refresh(ctx context.Context, triggers []string) error {
 	u.refreshMu.Lock()
 	defer u.refreshMu.Unlock()
-	cs := u.cs
+	cs := u.current()
 	tools, err := listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
@@ -506,6 +612,11 @@ func (u *Upstream) refresh(ctx context.Context, triggers []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("upstream %s: tools/list: %w", u.id, err)
+	}
+	if u.opts.CheckTools != nil {
+		if tools, err = u.opts.CheckTools(ctx, tools); err != nil {
+			return fmt.Errorf("upstream %s: tools/list refused: %w", u.id, err)
+		}
 	}
 	entries, drops := u.buildCatalog(tools)
 	diff, catalogSHA, err := u.apply(ctx, entries, drops)
@@ -590,7 +701,7 @@ func (u *Upstream) refused(ctx context.Context, method, how string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := u.opts.Store.AuditAppend(actx, store.AuditEntry{
-		Tenant: u.opts.Tenant, Kind: AuditRequestRefused, Tool: Domain + "." + u.id, Detail: detail,
+		Tenant: u.opts.Tenant, Kind: AuditRequestRefused, Tool: u.domain + "." + u.id, Detail: detail,
 	}); err != nil {
 		u.log.Error("audit of a refused server request failed", "method", method, "error", err)
 	}

@@ -1,0 +1,53 @@
+package toolruncli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/toolgen/toolgen/mcp/device"
+)
+
+// runDevice is toolrun device: the device side of the device channel (mcp/device). It
+// dials the gateway (`toolrun serve --http` accepts devices at device.ConnectPath),
+// authenticates with the token read from --token-file, runs the local MCP server CMD on
+// stdio for each connection and bridges it to the gateway, reconnecting with backoff
+// until interrupted. It exits 1 when the gateway refuses the id or token (retrying
+// cannot help), 0 when interrupted.
+func runDevice(e *env, cmd string, args []string) int {
+	fs := flag.NewFlagSet("toolrun "+cmd, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	gateway := fs.String("gateway", "", "the gateway's URL (toolrun serve --http), e.g. https://platform.example.com")
+	id := fs.String("id", "", "this device's id (devices/ID.yaml on the gateway)")
+	tokenFile := fs.String("token-file", "", "file holding this device's token (its SHA-256 is token_sha256 on the gateway)")
+	if err := fs.Parse(args); err != nil {
+		return ExitTrouble
+	}
+	command := fs.Args()
+	switch {
+	case *gateway == "" || *id == "" || *tokenFile == "":
+		return usageErr(e, cmd, "want --gateway URL, --id ID and --token-file F")
+	case len(command) == 0:
+		return usageErr(e, cmd, "want the local MCP server's command after --")
+	}
+	raw, err := os.ReadFile(*tokenFile)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return fail(e, cmd, fmt.Errorf("%s is empty", *tokenFile))
+	}
+	err = device.Run(e.ctx, device.RunOptions{Gateway: *gateway, ID: *id, Token: token, Command: command, Log: e.stderr})
+	switch {
+	case errors.Is(err, device.ErrRefused):
+		fmt.Fprintf(e.stderr, "toolrun device: %v\n", err)
+		return ExitFailed
+	case err != nil && e.ctx.Err() == nil:
+		return fail(e, cmd, err)
+	}
+	return ExitOK
+}
