@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/internal/toolgencli"
 	"github.com/toolgen/toolgen/internal/toolruncli"
 )
@@ -27,6 +30,14 @@ var update = flag.Bool("update", false, "rewrite the golden sections of failing 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"toolgen": func() { os.Exit(toolgencli.Run(os.Args[1:], os.Stdout, os.Stderr)) },
+		// hostile-mcp is the repository's hostile MCP test server on stdio (a device's
+		// local server in toolrun_device).
+		"hostile-mcp": func() {
+			if err := hostile.ServeStdio(context.Background()); err != nil {
+				fmt.Fprintln(os.Stderr, "hostile-mcp:", err)
+				os.Exit(1)
+			}
+		},
 		"toolrun": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			code := toolruncli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -56,11 +67,15 @@ func TestScripts(t *testing.T) {
 	}
 	// The real MCP client (the inspector's CLI mode) for the toolrun serve scripts: with
 	// node installed it must be there (make node-deps); without node those scripts skip.
-	inspector := ""
+	inspector, everything := "", ""
 	if _, err := exec.LookPath("node"); err == nil {
-		inspector = filepath.Join(repo, ".tooldeps", "node_modules", "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
-		if _, err := os.Stat(inspector); err != nil {
-			t.Fatalf("%s is missing: run `make node-deps`", inspector)
+		modules := filepath.Join(repo, ".tooldeps", "node_modules", "@modelcontextprotocol")
+		inspector = filepath.Join(modules, "inspector", "cli", "build", "cli.js")
+		everything = filepath.Join(modules, "server-everything", "dist", "index.js")
+		for _, f := range []string{inspector, everything} {
+			if _, err := os.Stat(f); err != nil {
+				t.Fatalf("%s is missing: run `make node-deps`", f)
+			}
 		}
 	}
 	testscript.Run(t, testscript.Params{
@@ -69,9 +84,11 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
-			"sleep":    cmdSleep,
-			"waitport": cmdWaitPort,
+			"exitcode":   cmdExitCode,
+			"sleep":      cmdSleep,
+			"waitport":   cmdWaitPort,
+			"waitfile":   cmdWaitFile,
+			"retryuntil": cmdRetryUntil,
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -89,6 +106,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOTOOLCHAIN", "local")
 			env.Setenv("GOOS", runtime.GOOS)
 			env.Setenv("INSPECTOR", inspector)
+			env.Setenv("EVERYTHING", everything)
 			// A free port for scripts that start a server (toolrun serve --http).
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -169,5 +187,45 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdWaitFile is "waitfile FILE": it waits (at most 60 s) until FILE exists, which a
+// background process creates when it reached a point (a device tool's call in flight).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s did not appear within 60s", args[0])
+		}
+	}
+}
+
+// cmdRetryUntil is "retryuntil REGEXP PROGRAM ARGS...": it runs the program (as exec
+// does) until its standard output matches REGEXP, at most 60 s, for state another
+// process reaches on its own (a device registered with the gateway). The last run's
+// stdout and stderr are what later commands see.
+func cmdRetryUntil(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: retryuntil REGEXP PROGRAM ARGS...")
+	}
+	re, err := regexp.Compile(args[0])
+	if err != nil {
+		ts.Fatalf("retryuntil: %v", err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_ = ts.Exec(args[1], args[2:]...)
+		if re.MatchString(ts.ReadFile("stdout")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("retryuntil: %s never printed a match of %q within 60s", args[1], args[0])
+		}
 	}
 }

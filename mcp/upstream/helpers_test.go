@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgen/toolgen/mcp/internal/hostile"
+	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/mcp/upstream"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/toolgen/toolgen/mcp/internal/hostile"
+	"github.com/toolgen/toolgen/internal/hostile"
 )
 
 // hostileEnv, when set in the environment, makes the test binary serve the hostile MCP

@@ -1,7 +1,7 @@
 // Command hostile serves the hostile MCP test server (package hostile) over stdio, for
 // trying a client against it by hand:
 //
-//	go run ./mcp/internal/hostile/cmd/hostile
+//	go run ./internal/hostile/cmd/hostile
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/toolgen/toolgen/mcp/internal/hostile"
+	"github.com/toolgen/toolgen/internal/hostile"
 )
 
 func main() {

@@ -80,6 +80,9 @@ var TinyPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x0
 type Config struct {
 	// Exit is what ToolDie does; nil means os.Exit(3) (the process dies mid-call).
 	Exit func(*mcp.ServerSession)
+	// Hanging, if set, is called when a ToolHang call starts (a test learns that the
+	// call is in flight).
+	Hanging func()
 }
 
 // Observation is something the hostile server saw while it misbehaved.
@@ -242,6 +245,9 @@ func (s *Server) addTools() {
 		})
 	s.add(ToolHang, "Never answers.", nil, nil,
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if s.cfg.Hanging != nil {
+				s.cfg.Hanging()
+			}
 			<-ctx.Done()
 			s.observe(Observation{Tool: ToolHang, Method: "cancelled", Err: ctx.Err().Error()})
 			return nil, ctx.Err()
@@ -418,6 +424,20 @@ func Pipes() (client, server mcp.Transport) {
 
 // ServeStdio serves a hostile server on the process's stdin and stdout until the client
 // disconnects; ToolDie exits the process.
+//
+// With HOSTILE_HANG_FILE set in the environment, a ToolHang call creates that file when
+// it starts, so a script can wait until the call is in flight; HOSTILE_EXTRA_TOOL names
+// one more tool to list (a name a client must refuse, say).
 func ServeStdio(ctx context.Context) error {
-	return New(Config{}).MCP().Run(ctx, &mcp.StdioTransport{MaxLineLength: -1})
+	cfg := Config{}
+	if f := os.Getenv("HOSTILE_HANG_FILE"); f != "" {
+		cfg.Hanging = func() { _ = os.WriteFile(f, []byte("hanging\n"), 0o644) }
+	}
+	s := New(cfg)
+	if name := os.Getenv("HOSTILE_EXTRA_TOOL"); name != "" {
+		s.add(name, "A tool named by HOSTILE_EXTRA_TOOL.", nil, nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	return s.MCP().Run(ctx, &mcp.StdioTransport{MaxLineLength: -1})
 }
