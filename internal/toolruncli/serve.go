@@ -85,7 +85,7 @@ func runServe(e *env, cmd string, args []string) int {
 	}
 	mux := serveMux(srv.HTTPHandler(), metrics.Handler)
 	gw, err := device.NewGateway(device.Options{Devices: h.Tree.Devices, Registry: h.Registry, Store: h.Store,
-		Logger: log.With("component", "devices")})
+		Tenant: c.tenant, Logger: log.With("component", "devices")})
 	if err != nil {
 		return fail(e, cmd, err)
 	}

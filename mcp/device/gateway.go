@@ -60,6 +60,8 @@ type Options struct {
 	Registry *runtime.Registry
 	// Store records the catalog history and the audit entries. Required.
 	Store store.Store
+	// Tenant is the tenant of the gateway's audit entries (the operator's).
+	Tenant string
 	// Logger receives the gateway's log lines; nil discards them.
 	Logger *slog.Logger
 	// ConnectTimeout bounds a device's MCP handshake and first listing (default
@@ -188,7 +190,7 @@ func (g *Gateway) connect(ctx context.Context, d *spec.Device, t mcp.Transport, 
 	if up == nil {
 		up, err = upstream.Connect(ctx, upstream.Options{
 			Server: d.Server, Domain: upstream.DeviceDomain, Transport: t,
-			Registry: g.opts.Registry, Store: g.opts.Store,
+			Registry: g.opts.Registry, Store: g.opts.Store, Tenant: g.opts.Tenant,
 			Logger:         g.log.With("device_id", d.DeviceID),
 			ToolTimeout:    g.opts.ToolTimeout,
 			OutputMaxBytes: g.opts.OutputMaxBytes,
@@ -382,7 +384,7 @@ func (g *Gateway) audit(ctx context.Context, kind, id string, detail map[string]
 	if id != "" && names.Segment.MatchString(id) && len(id) <= names.MaxBytes {
 		tool = upstream.DeviceDomain + "." + id
 	}
-	if _, err := g.opts.Store.AuditAppend(context.WithoutCancel(ctx), store.AuditEntry{Kind: kind, Tool: tool, Detail: b}); err != nil {
+	if _, err := g.opts.Store.AuditAppend(context.WithoutCancel(ctx), store.AuditEntry{Tenant: g.opts.Tenant, Kind: kind, Tool: tool, Detail: b}); err != nil {
 		g.log.Error("device audit entry not written", "kind", kind, "error", err)
 	}
 }
