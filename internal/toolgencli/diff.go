@@ -297,7 +297,7 @@ func diffTag(f specdiff.Finding) string {
 
 // groups orders the subjects: tools, servers, protocols, policy; by name within each.
 func diffGroups(fs []specdiff.Finding) (keys []string, by map[string][]specdiff.Finding) {
-	order := map[string]int{"tool": 0, "server": 1, "protocol": 2, "policy": 3}
+	order := map[string]int{"tool": 0, "server": 1, "device": 2, "protocol": 3, "policy": 4}
 	by = map[string][]specdiff.Finding{}
 	for _, f := range fs {
 		k := f.Kind + " " + f.Subject

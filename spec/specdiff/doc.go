@@ -32,11 +32,11 @@
 // Severity, subject, what fires it (one rule per row; Rules is the same table in code):
 //
 //	Rule                             Severity  Subject   Fires when
-//	IDEMPOTENCY_LOOSENED             weakens   tool/srv  idempotency moved toward idempotent (non_idempotent -> conditionally_idempotent -> idempotent)
+//	IDEMPOTENCY_LOOSENED             weakens   tool/s/d  idempotency moved toward idempotent (non_idempotent -> conditionally_idempotent -> idempotent)
 //	IDEMPOTENT_WHEN_CHANGED          weakens   tool      idempotent_when text changed (review: when is a retry safe)
-//	SIDE_EFFECT_LOWERED              weakens   tool/srv  side_effect lowered (write > read > none)
-//	RISK_LOWERED                     weakens   tool/srv  risk lowered (critical > high > medium > low)
-//	SCOPE_REMOVED                    weakens   tool/srv  a required scope removed
+//	SIDE_EFFECT_LOWERED              weakens   tool/s/d  side_effect lowered (write > read > none)
+//	RISK_LOWERED                     weakens   tool/s/d  risk lowered (critical > high > medium > low)
+//	SCOPE_REMOVED                    weakens   tool/s/d  a required scope removed
 //	OUTPUT_TRUST_RAISED              weakens   tool      output_trust raised (external_untrusted < tool < user < system)
 //	APPROVAL_WHEN_REMOVED            weakens   tool      approval_when removed
 //	APPROVAL_WHEN_CHANGED            weakens   tool      approval_when text changed (flagged for review)
@@ -46,6 +46,7 @@
 //	EXCLUSIVE_TOOL_DROPPED           weakens   protocol  a declared exclusive tool no longer declared and no longer in the effective exclusive set (WF-2)
 //	SERVER_TO_TENANT                 weakens   server    configured_by operator -> tenant
 //	SERVER_TO_STDIO                  weakens   server    transport moved to stdio
+//	DEVICE_TOOLS_ALLOWED             weakens   device    allow_tools removed (every listed tool served) or a tool added to it
 //	POLICY_RULE_REMOVED              weakens   policy    an approve_when or deny_when rule removed
 //	POLICY_RULE_CHANGED              weakens   policy    a rule's effect, condition text or tools changed (one finding each)
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
@@ -56,7 +57,7 @@
 //	ARG_NEWLY_REQUIRED               breaking  tool      an argument that was optional or absent is required
 //	ENUM_VALUE_REMOVED               breaking  tool      an enum value removed
 //	VERSION_NOT_BUMPED               breaking  tool      a behaviour-affecting field changed and version did not increase
-//	SERVER_CLASSIFICATION_DEFAULTED  info      server    a classification field removed: it falls back to the most restrictive value
+//	SERVER_CLASSIFICATION_DEFAULTED  info      srv/dev   a classification field removed: it falls back to the most restrictive value
 //	EXCLUSIVE_DECLARATION_DROPPED    info      protocol  a declared exclusive tool no longer declared, but still exclusive (default or confers_approval)
 //	TOOL_ADDED                       info      tool      a tool added
 //	TOOL_CHANGED                     info      tool      any other change of the tool's catalog entry (description, timeout, result, schema details, ...)
@@ -64,6 +65,9 @@
 //	SERVER_ADDED                     info      server    a server classification file added
 //	SERVER_REMOVED                   info      server    a server classification file removed
 //	SERVER_CHANGED                   info      server    any other change of a server (URL, command, configured_by, resources, prompts)
+//	DEVICE_ADDED                     info      device    a device file added
+//	DEVICE_REMOVED                   info      device    a device file removed
+//	DEVICE_CHANGED                   info      device    token_sha256 changed (the token was rotated)
 //	PROTOCOL_ADDED                   info      protocol  a protocol added
 //	PROTOCOL_REMOVED                 info      protocol  a protocol removed
 //	MODE_ADDED                       info      protocol  a mode added; the message lists the tools it holds, marking the exclusive ones

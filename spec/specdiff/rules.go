@@ -14,18 +14,18 @@ import (
 type Rule struct {
 	Name     string
 	Severity Severity
-	// Kinds are what a finding of the rule can be about: tool, server, protocol, policy.
+	// Kinds are what a finding of the rule can be about: tool, server, device, protocol, policy.
 	Kinds []string
 }
 
 // Rules is the rule table, in the order of the package documentation. A rule's name and
 // severity never change: CI configurations and `acknowledge` entries name them.
 var Rules = []Rule{
-	{"IDEMPOTENCY_LOOSENED", Weakens, []string{"tool", "server"}},
+	{"IDEMPOTENCY_LOOSENED", Weakens, []string{"tool", "server", "device"}},
 	{"IDEMPOTENT_WHEN_CHANGED", Weakens, []string{"tool"}},
-	{"SIDE_EFFECT_LOWERED", Weakens, []string{"tool", "server"}},
-	{"RISK_LOWERED", Weakens, []string{"tool", "server"}},
-	{"SCOPE_REMOVED", Weakens, []string{"tool", "server"}},
+	{"SIDE_EFFECT_LOWERED", Weakens, []string{"tool", "server", "device"}},
+	{"RISK_LOWERED", Weakens, []string{"tool", "server", "device"}},
+	{"SCOPE_REMOVED", Weakens, []string{"tool", "server", "device"}},
 	{"OUTPUT_TRUST_RAISED", Weakens, []string{"tool"}},
 	{"APPROVAL_WHEN_REMOVED", Weakens, []string{"tool"}},
 	{"APPROVAL_WHEN_CHANGED", Weakens, []string{"tool"}},
@@ -35,6 +35,7 @@ var Rules = []Rule{
 	{"EXCLUSIVE_TOOL_DROPPED", Weakens, []string{"protocol"}},
 	{"SERVER_TO_TENANT", Weakens, []string{"server"}},
 	{"SERVER_TO_STDIO", Weakens, []string{"server"}},
+	{"DEVICE_TOOLS_ALLOWED", Weakens, []string{"device"}},
 	{"POLICY_RULE_REMOVED", Weakens, []string{"policy"}},
 	{"POLICY_RULE_CHANGED", Weakens, []string{"policy"}},
 	{"POLICY_ALLOW_RULE_ADDED", Weakens, []string{"policy"}},
@@ -45,7 +46,7 @@ var Rules = []Rule{
 	{"ARG_NEWLY_REQUIRED", Breaking, []string{"tool"}},
 	{"ENUM_VALUE_REMOVED", Breaking, []string{"tool"}},
 	{"VERSION_NOT_BUMPED", Breaking, []string{"tool"}},
-	{"SERVER_CLASSIFICATION_DEFAULTED", Info, []string{"server"}},
+	{"SERVER_CLASSIFICATION_DEFAULTED", Info, []string{"server", "device"}},
 	{"EXCLUSIVE_DECLARATION_DROPPED", Info, []string{"protocol"}},
 	{"TOOL_ADDED", Info, []string{"tool"}},
 	{"TOOL_CHANGED", Info, []string{"tool"}},
@@ -53,6 +54,9 @@ var Rules = []Rule{
 	{"SERVER_ADDED", Info, []string{"server"}},
 	{"SERVER_REMOVED", Info, []string{"server"}},
 	{"SERVER_CHANGED", Info, []string{"server"}},
+	{"DEVICE_ADDED", Info, []string{"device"}},
+	{"DEVICE_REMOVED", Info, []string{"device"}},
+	{"DEVICE_CHANGED", Info, []string{"device"}},
 	{"PROTOCOL_ADDED", Info, []string{"protocol"}},
 	{"PROTOCOL_REMOVED", Info, []string{"protocol"}},
 	{"MODE_ADDED", Info, []string{"protocol"}},

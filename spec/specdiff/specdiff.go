@@ -72,6 +72,7 @@ func Compare(prev, cur *spec.Tree) []Finding {
 	d := &differ{prev: prev, cur: cur}
 	d.tools()
 	d.servers()
+	d.devices()
 	d.protocols()
 	d.policy()
 	d.acknowledge()
@@ -507,35 +508,7 @@ func (d *differ) server(p, c *spec.Server) {
 		d.add("SERVER_TO_STDIO", "server", id, cl("transport"), pl("transport"),
 			"transport moved to stdio: the server now runs as a local subprocess")
 	}
-	// A classification field newly left out falls back to its most restrictive value.
-	newlyDefaulted := map[string]bool{}
-	for _, f := range c.Defaulted {
-		if !slices.Contains(p.Defaulted, f) {
-			newlyDefaulted[f] = true
-			d.add("SERVER_CLASSIFICATION_DEFAULTED", "server", id, ccl(f), pcl(f),
-				"classification %s removed: it falls back to the most restrictive value", f)
-		}
-	}
-	pick := func(field, pv, cv string) (string, string) {
-		if newlyDefaulted[field] {
-			return pv, pv
-		}
-		return pv, cv
-	}
-	ps, cs := pick("side_effect", p.SideEffect, c.SideEffect)
-	pi, ci := pick("idempotency", p.Idempotency, c.Idempotency)
-	pr, cr := pick("risk", p.Risk, c.Risk)
-	cScopes := c.RequiredScopes
-	if newlyDefaulted["required_scopes"] {
-		cScopes = p.RequiredScopes
-	}
-	d.classification("server", id, ccl, pcl, ps, cs, pi, ci, pr, cr, p.RequiredScopes, cScopes,
-		func(r spec.Ref) *Location {
-			if r.Pos.Line == 0 { // the unclassified scope of a defaulted required_scopes
-				return pcl("required_scopes")
-			}
-			return loc(d.prev, p.File, r.Pos)
-		})
+	d.classified("server", id, p, c, ccl, pcl)
 
 	// SERVER_CHANGED is located at the first changed key.
 	var other, keys []string
@@ -561,6 +534,92 @@ func (d *differ) server(p, c *spec.Server) {
 	}
 	if len(other) > 0 {
 		d.add("SERVER_CHANGED", "server", id, cl(keys[0]), pl(keys[0]), "server changed: %s", strings.Join(other, ", "))
+	}
+}
+
+// classified compares the classification of two servers (or two devices, whose
+// classification is carried as a spec.Server); ccl and pcl locate a classification field.
+func (d *differ) classified(kind, id string, p, c *spec.Server, ccl, pcl func(key string) *Location) {
+	// A classification field newly left out falls back to its most restrictive value.
+	newlyDefaulted := map[string]bool{}
+	for _, f := range c.Defaulted {
+		if !slices.Contains(p.Defaulted, f) {
+			newlyDefaulted[f] = true
+			d.add("SERVER_CLASSIFICATION_DEFAULTED", kind, id, ccl(f), pcl(f),
+				"classification %s removed: it falls back to the most restrictive value", f)
+		}
+	}
+	pick := func(field, pv, cv string) (string, string) {
+		if newlyDefaulted[field] {
+			return pv, pv
+		}
+		return pv, cv
+	}
+	ps, cs := pick("side_effect", p.SideEffect, c.SideEffect)
+	pi, ci := pick("idempotency", p.Idempotency, c.Idempotency)
+	pr, cr := pick("risk", p.Risk, c.Risk)
+	cScopes := c.RequiredScopes
+	if newlyDefaulted["required_scopes"] {
+		cScopes = p.RequiredScopes
+	}
+	d.classification(kind, id, ccl, pcl, ps, cs, pi, ci, pr, cr, p.RequiredScopes, cScopes,
+		func(r spec.Ref) *Location {
+			if r.Pos.Line == 0 { // the unclassified scope of a defaulted required_scopes
+				return pcl("required_scopes")
+			}
+			return loc(d.prev, p.File, r.Pos)
+		})
+
+}
+
+func (d *differ) devices() {
+	for _, p := range d.prev.Devices {
+		c := d.cur.Device(p.DeviceID)
+		if c == nil {
+			d.add("DEVICE_REMOVED", "device", p.DeviceID, nil, loc(d.prev, p.File, p.At("device_id")),
+				"device %s removed: its token no longer connects", p.DeviceID)
+			continue
+		}
+		d.device(p, c)
+	}
+	for _, c := range d.cur.Devices {
+		if d.prev.Device(c.DeviceID) == nil {
+			d.add("DEVICE_ADDED", "device", c.DeviceID, loc(d.cur, c.File, c.At("device_id")), nil,
+				"device %s added (side_effect %s, risk %s)", c.DeviceID, c.Server.SideEffect, c.Server.Risk)
+		}
+	}
+}
+
+func (d *differ) device(p, c *spec.Device) {
+	id := c.DeviceID
+	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "device_id")) }
+	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "device_id")) }
+	ccl := func(key string) *Location {
+		return loc(d.cur, c.File, at(c, "classification."+key, "classification", "device_id"))
+	}
+	pcl := func(key string) *Location {
+		return loc(d.prev, p.File, at(p, "classification."+key, "classification", "device_id"))
+	}
+	d.classified("device", id, p.Server, c.Server, ccl, pcl)
+	switch {
+	case p.AllowTools != nil && c.AllowTools == nil:
+		d.add("DEVICE_TOOLS_ALLOWED", "device", id, cl("device_id"), pl("allow_tools"),
+			"allow_tools removed: every tool the device lists is now served")
+	case p.AllowTools != nil:
+		prev := map[string]bool{}
+		for _, r := range p.AllowTools {
+			prev[r.Name] = true
+		}
+		for _, r := range c.AllowTools {
+			if !prev[r.Name] {
+				d.add("DEVICE_TOOLS_ALLOWED", "device", id, loc(d.cur, c.File, r.Pos), pl("allow_tools"),
+					"allow_tools now allows %s", r.Name)
+			}
+		}
+	}
+	if p.TokenSHA256 != c.TokenSHA256 {
+		d.add("DEVICE_CHANGED", "device", id, cl("token_sha256"), pl("token_sha256"),
+			"device changed: token_sha256 (the token was rotated: the old one no longer connects)")
 	}
 }
 

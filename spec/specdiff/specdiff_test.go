@@ -176,7 +176,7 @@ func TestRuleTableMatchesDoc(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(string(src), -1) {
 		got = append(got, m[1]+" "+m[2]+" "+m[3])
 	}
-	abbrev := map[string]string{"tool/server": "tool/srv"}
+	abbrev := map[string]string{"tool/server/device": "tool/s/d", "server/device": "srv/dev"}
 	for _, r := range Rules {
 		kinds := strings.Join(r.Kinds, "/")
 		if a, ok := abbrev[kinds]; ok {
