@@ -93,6 +93,23 @@ func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fmt.Errorf("read %s: %w", disp(PolicyFile), err)
 	}
+	data, err = fs.ReadFile(fsys, PrincipalsFile)
+	switch {
+	case err == nil:
+		r := reporter{path: disp(PrincipalsFile), diags: &diags}
+		if tree.Principals = loadPrincipals(r, PrincipalsFile, data); tree.Principals != nil {
+			for _, is := range tree.Principals.Issuers {
+				if is.KeyFile == "" {
+					continue
+				}
+				if _, err := fs.Stat(fsys, is.KeyFile); err != nil {
+					r.errorf(is.Pos, "ID-1", "issuer %s: key_file %s is not in the spec root", is.Issuer, is.KeyFile)
+				}
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("read %s: %w", disp(PrincipalsFile), err)
+	}
 	slices.SortStableFunc(tree.Tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(tree.Servers, func(a, b *Server) int { return strings.Compare(a.ServerID, b.ServerID) })
 	slices.SortStableFunc(tree.Devices, func(a, b *Device) int { return strings.Compare(a.DeviceID, b.DeviceID) })

@@ -17,6 +17,8 @@ type Tree struct {
 	Protocols []*Protocol // sorted by name
 	Devices   []*Device   // sorted by device_id
 	Policy    *Policy     // nil when policy.yaml is absent
+	// Principals is principals.yaml, nil when absent (ID-1).
+	Principals *Principals
 }
 
 // Tool returns the tool named name, or nil.

@@ -128,6 +128,8 @@ func specRel(kind string, data []byte) string {
 			name = "d"
 		}
 		return DevicesDir + "/" + name + ".yaml"
+	case "principals":
+		return PrincipalsFile
 	}
 	return PolicyFile
 }
@@ -149,6 +151,9 @@ func loadSpecFile(kind, rel string, data []byte) (ok bool, diags Diagnostics) {
 		return m != nil, d
 	case "device":
 		m, d := LoadDevice(rel, rel, data)
+		return m != nil, d
+	case "principals":
+		m, d := LoadPrincipals(rel, rel, data)
 		return m != nil, d
 	}
 	panic("unknown kind " + kind)
@@ -284,6 +289,10 @@ func TestFileSchemasMatchLoader(t *testing.T) {
 	sameKeys("policy", get("policy", "properties"), policyKeys)
 	sameKeys("policy rule", get("policy", "$defs", "rule", "properties"), ruleKeys)
 	sameKeys("device", get("device", "properties"), deviceKeys)
+	sameKeys("principals", get("principals", "properties"), principalsKeys)
+	sameKeys("principals token", get("principals", "$defs", "token", "properties"), tokenKeys)
+	sameKeys("principals local", get("principals", "$defs", "local", "properties"), localKeys)
+	sameKeys("principals issuer", get("principals", "$defs", "issuer", "properties"), issuerKeys)
 
 	enum := func(s map[string]any) []string {
 		var out []string
@@ -430,6 +439,25 @@ classification:
   idempotency: idempotent
   required_scopes: [device.laptop_ana]
 allow_tools: [search_notes, read_note]
+`
+
+const validPrincipals = `resource: https://platform.example.com/mcp
+authorization_servers: [https://login.example.com]
+tokens:
+  - id: ci-bot
+    tenant: acme
+    scopes: [notes.read, notes.write]
+    token_sha256: ` + deviceHash + `
+local:
+  - id: ana@example.com
+    tenant: acme
+    scopes: [review.approve]
+issuers:
+  - issuer: https://login.example.com
+    audience: toolgen
+    jwks_url: https://login.example.com/.well-known/jwks.json
+    claims: {id: sub, tenant: org, scopes: scp}
+    algorithms: [RS256, EdDSA]
 `
 
 const validProtocol = `name: plan_review
@@ -584,6 +612,20 @@ func schemaCases() []schemaCase {
 		{kind: "device", name: "allowed tool twice", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: [echo, echo]\n"},
 		{kind: "device", name: "device none but non_idempotent", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nclassification: {side_effect: none, idempotency: non_idempotent}\n"},
 		{kind: "device", name: "device with a transport", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\ntransport: {stdio: {command: x}}\n"},
+
+		{kind: "principals", name: "valid principals", valid: true, doc: validPrincipals},
+		{kind: "principals", name: "empty principals", valid: true, doc: "{}\n"},
+		{kind: "principals", name: "a token in clear", doc: "tokens:\n  - {id: bot, tenant: acme, token: s3cret}\n"},
+		{kind: "principals", name: "token without a digest", doc: "tokens:\n  - {id: bot, tenant: acme}\n"},
+		{kind: "principals", name: "token without a tenant", doc: "tokens:\n  - {id: bot, token_sha256: " + deviceHash + "}\n"},
+		{kind: "principals", name: "bad tenant", doc: "local:\n  - {id: ana, tenant: Acme Corp}\n"},
+		{kind: "principals", name: "unclassified scope granted", doc: "local:\n  - {id: ana, tenant: acme, scopes: [toolgen.unclassified]}\n"},
+		{kind: "principals", name: "issuer with both key sources", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, jwks_url: \"https://login.example.com/k\", key_file: k.pem}\n"},
+		{kind: "principals", name: "issuer without a key source", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a}\n"},
+		{kind: "principals", name: "HMAC algorithm", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [HS256]}\n"},
+		{kind: "principals", name: "none algorithm", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [none]}\n"},
+		{kind: "principals", name: "issuer without an audience", doc: "issuers:\n  - {issuer: \"https://login.example.com\", key_file: k.pem}\n"},
+		{kind: "principals", name: "unknown claim key", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, claims: {email: email}}\n"},
 
 		{kind: "protocol", name: "valid protocol", valid: true, doc: validProtocol},
 		{kind: "protocol", name: "protocol missing modes", doc: "name: p\ninitial_mode: a\n"},

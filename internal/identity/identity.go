@@ -1,0 +1,265 @@
+package identity
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/spec"
+)
+
+// ErrInvalidToken is every verification failure; it wraps auth.ErrInvalidToken, so the
+// go-sdk's middleware answers 401.
+var ErrInvalidToken = fmt.Errorf("%w", auth.ErrInvalidToken)
+
+// MaxTokenBytes bounds a token: larger ones are refused before any parsing.
+const MaxTokenBytes = 16 << 10
+
+// Verifier verifies bearer tokens against a principals file. It is safe for concurrent use.
+type Verifier struct {
+	static  []staticToken
+	issuers map[string]*issuer
+	local   map[string]runtime.Principal
+}
+
+type staticToken struct {
+	digest    [sha256.Size]byte
+	principal runtime.Principal
+}
+
+type issuer struct {
+	conf     *spec.Issuer
+	verifier *oidc.IDTokenVerifier
+}
+
+// New builds the verifier of p. Key files are read from root (the spec root). A JWKS
+// URL is fetched when a token of that issuer first needs it, and again when a token
+// names a key it does not hold (go-oidc's remote key set).
+func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error) {
+	v := &Verifier{issuers: map[string]*issuer{}, local: map[string]runtime.Principal{}}
+	if p == nil {
+		return v, nil
+	}
+	for _, t := range p.Tokens {
+		b, err := hex.DecodeString(t.TokenSHA256)
+		if err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("principal %s: token_sha256 is not a SHA-256 digest", t.ID)
+		}
+		v.static = append(v.static, staticToken{digest: [sha256.Size]byte(b), principal: principalOf(t)})
+		v.local[t.ID] = principalOf(t)
+	}
+	for _, l := range p.Local {
+		v.local[l.ID] = principalOf(l)
+	}
+	for _, is := range p.Issuers {
+		var keys oidc.KeySet
+		if is.JWKSURL != "" {
+			keys = oidc.NewRemoteKeySet(context.WithoutCancel(ctx), is.JWKSURL)
+		} else {
+			pub, err := readPublicKey(root, is.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("issuer %s: %w", is.Issuer, err)
+			}
+			keys = &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{pub}}
+		}
+		v.issuers[is.Issuer] = &issuer{conf: is, verifier: oidc.NewVerifier(is.Issuer, keys, &oidc.Config{
+			ClientID: is.Audience, SupportedSigningAlgs: slices.Clone(is.Algorithms),
+		})}
+	}
+	return v, nil
+}
+
+func principalOf(sp *spec.StaticPrincipal) runtime.Principal {
+	p := runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: []string{}}
+	for _, s := range sp.Scopes {
+		p.Scopes = append(p.Scopes, s.Name)
+	}
+	return p
+}
+
+func readPublicKey(root fs.FS, name string) (crypto.PublicKey, error) {
+	if root == nil {
+		return nil, errors.New("key_file needs the spec root")
+	}
+	data, err := fs.ReadFile(root, name)
+	if err != nil {
+		return nil, fmt.Errorf("key_file: %w", err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("key_file %s: no PEM block", name)
+	}
+	switch block.Type {
+	case "PUBLIC KEY":
+		return x509.ParsePKIXPublicKey(block.Bytes)
+	case "CERTIFICATE":
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		return c.PublicKey, nil
+	}
+	return nil, fmt.Errorf("key_file %s: a %q PEM block; want PUBLIC KEY or CERTIFICATE (never a private key)", name, block.Type)
+}
+
+// Local returns the declared principal id (a token's or a local one), for stdio and the
+// operator's toolrun commands, where the operator names who acts.
+func (v *Verifier) Local(id string) (runtime.Principal, bool) {
+	p, ok := v.local[id]
+	return p, ok
+}
+
+// Verify returns the principal token proves, and when the proof expires (zero for a
+// static token). Every failure wraps ErrInvalidToken and never contains the token.
+func (v *Verifier) Verify(ctx context.Context, token string) (runtime.Principal, time.Time, error) {
+	if token == "" || len(token) > MaxTokenBytes {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: empty or oversized token", ErrInvalidToken)
+	}
+	if strings.Count(token, ".") == 2 && len(v.issuers) > 0 {
+		return v.verifyJWT(ctx, token)
+	}
+	// Every digest is compared, in constant time, whatever matched: the time taken
+	// does not tell how close a guess came or which entry it hit.
+	sum := sha256.Sum256([]byte(token))
+	found := -1
+	for i := range v.static {
+		if subtle.ConstantTimeCompare(v.static[i].digest[:], sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: unknown token", ErrInvalidToken)
+	}
+	return clone(v.static[found].principal), time.Time{}, nil
+}
+
+func (v *Verifier) verifyJWT(ctx context.Context, token string) (runtime.Principal, time.Time, error) {
+	iss, err := unverifiedIssuer(token)
+	if err != nil {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	is := v.issuers[iss]
+	if is == nil {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: issuer not trusted", ErrInvalidToken)
+	}
+	idt, err := is.verifier.Verify(ctx, token)
+	if err != nil {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: %s", ErrInvalidToken, why(err))
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: claims: %v", ErrInvalidToken, err)
+	}
+	p, err := is.principal(claims)
+	if err != nil {
+		return runtime.Principal{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	return p, idt.Expiry, nil
+}
+
+// why names the failed check without the token's content.
+func why(err error) string {
+	var exp *oidc.TokenExpiredError
+	switch {
+	case errors.As(err, &exp):
+		return "token expired"
+	case strings.Contains(err.Error(), "audience"):
+		return "wrong audience"
+	case strings.Contains(err.Error(), "issued by a different provider"):
+		return "wrong issuer"
+	case strings.Contains(err.Error(), "signature"), strings.Contains(err.Error(), "signing"):
+		return "signature not verified"
+	}
+	return "token not verified"
+}
+
+// principal maps verified claims to a principal.
+func (is *issuer) principal(claims map[string]any) (runtime.Principal, error) {
+	id, _ := claims[is.conf.IDClaim].(string)
+	tenant, _ := claims[is.conf.TenantClaim].(string)
+	if id == "" || tenant == "" {
+		return runtime.Principal{}, fmt.Errorf("the token has no %q or %q claim", is.conf.IDClaim, is.conf.TenantClaim)
+	}
+	p := runtime.Principal{ID: id, Tenant: tenant, Scopes: []string{}}
+	switch s := claims[is.conf.ScopesClaim].(type) {
+	case string:
+		p.Scopes = append(p.Scopes, strings.Fields(s)...)
+	case []any:
+		for _, x := range s {
+			if str, ok := x.(string); ok && str != "" {
+				p.Scopes = append(p.Scopes, str)
+			}
+		}
+	}
+	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
+	return p, nil
+}
+
+// unverifiedIssuer reads the iss claim of a JWT without verifying it: only to choose
+// which issuer's verifier decides.
+func unverifiedIssuer(token string) (string, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", errors.New("malformed JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", errors.New("malformed JWT payload")
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil || c.Iss == "" {
+		return "", errors.New("JWT without an issuer")
+	}
+	return c.Iss, nil
+}
+
+func clone(p runtime.Principal) runtime.Principal {
+	p.Scopes = slices.Clone(p.Scopes)
+	return p
+}
+
+// extraPrincipal is the key of the verified principal in auth.TokenInfo.Extra.
+const extraPrincipal = "io.toolgen/principal"
+
+// TokenVerifier is the verifier in the form the go-sdk's auth.RequireBearerToken takes.
+// The principal travels in the TokenInfo (see PrincipalFrom); a static token has no
+// expiration, so the middleware must allow that (RequireBearerTokenOptions
+// AllowMissingExpiration) — a JWT's expiry is checked here and again by the middleware.
+func (v *Verifier) TokenVerifier() auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		p, exp, err := v.Verify(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		return &auth.TokenInfo{UserID: p.Tenant + "/" + p.ID, Scopes: slices.Clone(p.Scopes), Expiration: exp,
+			Extra: map[string]any{extraPrincipal: p}}, nil
+	}
+}
+
+// PrincipalFrom returns the principal a TokenVerifier put in ti.
+func PrincipalFrom(ti *auth.TokenInfo) (runtime.Principal, bool) {
+	if ti == nil {
+		return runtime.Principal{}, false
+	}
+	p, ok := ti.Extra[extraPrincipal].(runtime.Principal)
+	return clone(p), ok
+}

@@ -1,0 +1,260 @@
+package spec
+
+import (
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PrincipalsFile is the operator's file of principals (ID-1): how callers are
+// recognised.
+const PrincipalsFile = "principals.yaml"
+
+var (
+	principalsKeys = []string{"resource", "authorization_servers", "tokens", "issuers", "local"}
+	tokenKeys      = []string{"id", "tenant", "scopes", "token_sha256", "description"}
+	localKeys      = []string{"id", "tenant", "scopes", "description"}
+	issuerKeys     = []string{"issuer", "audience", "jwks_url", "key_file", "claims", "algorithms"}
+	claimKeys      = []string{"id", "tenant", "scopes"}
+	// principalID is a principal's id: letters, digits and ._:@- (an e-mail address or
+	// a subject claim fits), 1-128 bytes.
+	principalID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$`)
+	// tenantName is a tenant: one lower-case name with - or _.
+	tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	// SigningAlgorithms are the JWT algorithms an issuer may use: asymmetric only, so a
+	// public key can never be used as an HMAC secret, and never "none".
+	SigningAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+
+// Principals is principals.yaml (ID-1): static bearer tokens for small deployments, OIDC
+// / JWT issuers, and local principals an operator names on the command line (stdio).
+type Principals struct {
+	File string
+	// Resource is this server's resource identifier (RFC 9728 "resource"), "" for the
+	// URL it is reached at.
+	Resource string
+	// AuthorizationServers are published in the protected-resource metadata; default:
+	// the issuers.
+	AuthorizationServers []Ref
+	Tokens               []*StaticPrincipal
+	Issuers              []*Issuer
+	Local                []*StaticPrincipal // TokenSHA256 is empty
+
+	Positions // of the document's keys
+}
+
+// StaticPrincipal is a principal declared in the file: with a token digest (tokens) or
+// without (local, for stdio and the operator's toolrun commands).
+type StaticPrincipal struct {
+	ID          string
+	Tenant      string
+	Scopes      []Ref
+	TokenSHA256 string
+	Pos         Pos // the entry
+}
+
+// Issuer is a trusted OIDC/JWT issuer.
+type Issuer struct {
+	Issuer   string
+	Audience string
+	// Exactly one of JWKSURL (fetched and cached) and KeyFile (a PEM public key, relative
+	// to the spec root) is set.
+	JWKSURL string
+	KeyFile string
+	// Claims name the claims that carry the principal's id (default "sub"), tenant
+	// (default "tenant") and scopes (default "scope": a space-separated string, or a
+	// list of strings).
+	IDClaim, TenantClaim, ScopesClaim string
+	// Algorithms allowed (default RS256 and ES256); never HMAC, never none.
+	Algorithms []string
+	Pos        Pos
+}
+
+// LoadPrincipals parses principals.yaml.
+func LoadPrincipals(rel, display string, data []byte) (*Principals, Diagnostics) {
+	var diags Diagnostics
+	p := loadPrincipals(reporter{path: display, diags: &diags}, rel, data)
+	return p, diags
+}
+
+func loadPrincipals(r reporter, rel string, data []byte) *Principals {
+	root := parseDocument(r, data)
+	if root == nil {
+		return nil
+	}
+	m := r.asMapping(root, "principals", principalsKeys...)
+	if m == nil {
+		return nil
+	}
+	p := &Principals{File: rel, Positions: Positions{m}}
+	if v, ok := m.str("resource"); ok {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			r.errorf(m.at("resource"), "ID-1", "resource %q must be an absolute http(s) URL", v)
+		} else {
+			p.Resource = v
+		}
+	}
+	if m.has("authorization_servers") {
+		if list, ok := m.strList("authorization_servers"); ok {
+			for _, a := range list {
+				if u, err := url.Parse(a.Name); err != nil || u.Scheme != "https" || u.Host == "" {
+					r.errorf(a.Pos, "ID-1", "authorization server %q must be an https URL", a.Name)
+				}
+			}
+			p.AuthorizationServers = list
+		}
+	}
+	ids := map[string]Pos{}
+	static := func(key string, keys []string, withToken bool) []*StaticPrincipal {
+		if !m.has(key) {
+			return nil
+		}
+		n := m.get(key)
+		if n.Kind != yaml.SequenceNode {
+			r.errorf(posOf(n), "schema", "%s must be a list, found %s", key, kindName(n))
+			return nil
+		}
+		var out []*StaticPrincipal
+		for _, e := range n.Content {
+			em := r.asMapping(e, key+" entry", keys...)
+			if em == nil {
+				continue
+			}
+			sp := &StaticPrincipal{Pos: posOf(e)}
+			if id, ok := em.requiredStr("id", key+" entry"); ok {
+				switch {
+				case !principalID.MatchString(id):
+					r.errorf(em.at("id"), "ID-1", "principal id %q must match %s", id, principalID)
+				case ids[id] != (Pos{}):
+					r.errorf(em.at("id"), "duplicate-key", "principal %q is declared twice (first at line %d)", id, ids[id].Line)
+				default:
+					ids[id] = em.at("id")
+				}
+				sp.ID = id
+			}
+			if t, ok := em.requiredStr("tenant", key+" entry"); ok {
+				if !tenantName.MatchString(t) {
+					r.errorf(em.at("tenant"), "ID-1", "tenant %q must match %s", t, tenantName)
+				}
+				sp.Tenant = t
+			}
+			if em.has("scopes") {
+				if scopes, ok := em.strList("scopes"); ok {
+					for _, sc := range scopes {
+						if !scopePattern.MatchString(sc.Name) {
+							r.errorf(sc.Pos, "ID-1", "scope %q must match %s", sc.Name, scopePattern)
+						}
+						if sc.Name == UnclassifiedScope {
+							r.errorf(sc.Pos, "ID-1", "scope %q is never granted: it marks unclassified servers and devices", sc.Name)
+						}
+					}
+					sp.Scopes = scopes
+				}
+			}
+			if withToken {
+				if sum, ok := em.requiredStr("token_sha256", key+" entry"); ok {
+					if !tokenSHA256.MatchString(sum) {
+						r.errorf(em.at("token_sha256"), "ID-1", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), never the token")
+					}
+					sp.TokenSHA256 = sum
+				}
+			}
+			out = append(out, sp)
+		}
+		return out
+	}
+	p.Tokens = static("tokens", tokenKeys, true)
+	p.Local = static("local", localKeys, false)
+	if m.has("issuers") {
+		n := m.get("issuers")
+		if n.Kind != yaml.SequenceNode {
+			r.errorf(posOf(n), "schema", "issuers must be a list, found %s", kindName(n))
+		} else {
+			for _, e := range n.Content {
+				if is := loadIssuer(r, e); is != nil {
+					p.Issuers = append(p.Issuers, is)
+				}
+			}
+		}
+	}
+	return p
+}
+
+func loadIssuer(r reporter, n *yaml.Node) *Issuer {
+	m := r.asMapping(n, "issuer", issuerKeys...)
+	if m == nil {
+		return nil
+	}
+	is := &Issuer{Pos: posOf(n), IDClaim: "sub", TenantClaim: "tenant", ScopesClaim: "scope", Algorithms: []string{"RS256", "ES256"}}
+	if v, ok := m.requiredStr("issuer", "issuer"); ok {
+		if u, err := url.Parse(v); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) || u.Host == "" {
+			r.errorf(m.at("issuer"), "ID-1", "issuer %q must be an https URL (http only on loopback, for tests)", v)
+		}
+		is.Issuer = v
+	}
+	is.Audience, _ = m.requiredStr("audience", "issuer")
+	jwks, hasJWKS := m.str("jwks_url")
+	key, hasKey := m.str("key_file")
+	switch {
+	case hasJWKS == hasKey:
+		r.errorf(posOf(n), "ID-1", "an issuer needs exactly one of jwks_url and key_file")
+	case hasJWKS:
+		if u, err := url.Parse(jwks); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) || u.Host == "" {
+			r.errorf(m.at("jwks_url"), "ID-1", "jwks_url %q must be an https URL (http only on loopback, for tests)", jwks)
+		}
+		is.JWKSURL = jwks
+	default:
+		if key == "" || path.IsAbs(key) || strings.HasPrefix(path.Clean(key), "..") {
+			r.errorf(m.at("key_file"), "ID-1", "key_file %q must be a path inside the spec root", key)
+		}
+		is.KeyFile = key
+	}
+	if m.has("claims") {
+		if cm := r.asMapping(m.get("claims"), "claims", claimKeys...); cm != nil {
+			for key, dst := range map[string]*string{"id": &is.IDClaim, "tenant": &is.TenantClaim, "scopes": &is.ScopesClaim} {
+				if v, ok := cm.str(key); ok {
+					if v == "" {
+						r.errorf(cm.at(key), "ID-1", "claims.%s cannot be empty", key)
+					}
+					*dst = v
+				}
+			}
+		}
+	}
+	if m.has("algorithms") {
+		if algs, ok := m.strList("algorithms"); ok {
+			is.Algorithms = nil
+			for _, a := range algs {
+				if !slices.Contains(SigningAlgorithms, a.Name) {
+					r.errorf(a.Pos, "ID-1", "algorithm %q is not accepted: use one of %s (asymmetric only; never none or HMAC)", a.Name, strings.Join(SigningAlgorithms, ", "))
+					continue
+				}
+				is.Algorithms = append(is.Algorithms, a.Name)
+			}
+		}
+	}
+	return is
+}
+
+func loopbackHost(h string) bool {
+	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+}
+
+// Principal returns the declared principal (token or local) with the given id, or nil.
+func (p *Principals) Principal(id string) *StaticPrincipal {
+	if p == nil {
+		return nil
+	}
+	for _, list := range [][]*StaticPrincipal{p.Tokens, p.Local} {
+		for _, sp := range list {
+			if sp.ID == id {
+				return sp
+			}
+		}
+	}
+	return nil
+}
