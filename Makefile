@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 60s
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz soak node-deps demo
 
 all: test
 
@@ -51,8 +51,9 @@ stale:
 	$(GO) run ./cmd/toolgen generate -check .
 	cd runtime && $(GO) run ./internal/reasongen -check
 
-# The crash soak of runtime/crashtest (real worker processes SIGKILLed while they share
-# one database) takes under 30 s, so it runs with the unit tests.
+# The crash tests of runtime/crashtest (real worker processes SIGKILLed while they share
+# one database) and the short kill soak (50 SIGKILLs per store at random instants) take
+# about a minute, so they run with the unit tests.
 unit:
 	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 
@@ -70,3 +71,12 @@ fuzz:
 	$(GO) test -run XXX -fuzz 'FuzzValid$$' -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
 	$(GO) test -run XXX -fuzz FuzzValidSchema -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
 	$(GO) test -run XXX -fuzz FuzzNormalizeName -fuzztime $(FUZZTIME) ./mcp/upstream/
+
+## soak: the kill soak (runtime/crashtest TestCrashSoak): SOAK_KILLS SIGKILLs per store at
+## random instants over every window x idempotency class, on SQLite and (with
+## TOOLGEN_PG_DSN) PostgreSQL; the tables go to SOAK_OUT. About 2-4 minutes on 2 CPUs.
+SOAK_KILLS ?= 1000
+SOAK_OUT   ?= soak-results.md
+soak:
+	CRASHTEST_SOAK_KILLS=$(SOAK_KILLS) CRASHTEST_SOAK_OUT=$(abspath $(SOAK_OUT)) \
+		$(GO) test -count=1 -timeout 60m -run '^TestCrashSoak$$' -v ./runtime/crashtest/

@@ -10,7 +10,11 @@
 //
 //	go test -run TestCrashMatrix ./runtime/crashtest/                       # the matrix (skipped in -short)
 //	CRASHTEST_CONCURRENCY=1 go test -run TestCrashConcurrency ./runtime/crashtest/
+//	CRASHTEST_SOAK_KILLS=1000 go test -run TestCrashSoak -v ./runtime/crashtest/  # the kill soak (50 kills by default)
+//
+// The kill soak (soak_test.go) kills at random instants instead of named points,
+// spread over every window of a call and the sweep, and checks each killed call.
 //
 // TOOLGEN_PG_DSN adds the PostgreSQL store; CRASHTEST_MATRIX_OUT=file also writes the
-// matrix (a Markdown table) to file.
+// matrix (a Markdown table) to file, CRASHTEST_SOAK_OUT=file the soak's table.
 package crashtest

@@ -415,6 +415,9 @@ func TestCrashHelperProcess(t *testing.T) {
 func helperMain() error {
 	ctx := context.Background()
 	role, dir := os.Getenv(envRole), os.Getenv(envDir)
+	if role == roleSoak {
+		return soakHelperMain(ctx) // soak_helper_test.go
+	}
 	receipts := filepath.Join(dir, "receipts.log")
 	lease := 300 * time.Millisecond
 	if ms, err := strconv.Atoi(os.Getenv(envLeaseMS)); err == nil && ms > 0 {
