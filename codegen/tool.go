@@ -156,6 +156,12 @@ func (tg *toolGen) structDecl(f *jen.File, name string, doc []string, fields []*
 // absent argument becomes.
 func fieldDoc(fd *spec.Field) []string {
 	doc := descLines(fd.Description)
+	if fd.Bound != "" {
+		if len(doc) > 0 {
+			doc = append(doc, "")
+		}
+		doc = append(doc, "Bound to "+fd.Bound+": the pipeline fills it from the verified caller or the call; a caller that supplies it is refused, and models never see it.")
+	}
 	if fd.HasDefault {
 		if b, err := spec.CanonicalJSON(fd.Default); err == nil {
 			if len(doc) > 0 {

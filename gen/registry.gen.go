@@ -10,6 +10,7 @@ import "github.com/toolgen/toolgen/runtime"
 func Specs() []*runtime.ToolSpec {
 	return []*runtime.ToolSpec{
 		&ConversationAskUserSpec,
+		&IdentityWhoamiSpec,
 		&ProtocolDispatchSpec,
 		&ReviewApproveSpec,
 		&ReviewMergeSpec,

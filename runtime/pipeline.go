@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +75,15 @@ type Config struct {
 type Pipeline struct {
 	cfg Config
 	log *slog.Logger
+
+	// executing counts, per invocation id, the runs of runClaimed in progress in this
+	// process: the leases KeepLeases renews. A row this worker holds but no longer
+	// executes — a write after its claim failed, or a claim whose acknowledgement was
+	// lost — is not renewed: its lease runs out and the sweep decides for it, where
+	// renewing every row of the worker kept it RUNNING for as long as the process
+	// lived (found by runtime/chaostest).
+	mu        sync.Mutex
+	executing map[int64]int
 }
 
 // NewPipeline returns a pipeline over cfg, filling defaults.
@@ -153,9 +163,12 @@ type call struct {
 	mode          string
 	decision      Decision
 	idemWhen      *bool
-	inv           *store.Invocation
-	recordOnce    bool // idempotent none/read: the row is written once, at step 13
-	start         time.Time
+	// onlyBound: the tool binds arguments and the caller supplied none of its own, so
+	// every argument comes from the platform (stepLabel).
+	onlyBound  bool
+	inv        *store.Invocation
+	recordOnce bool // idempotent none/read: the row is written once, at step 13
+	start      time.Time
 }
 
 // Execute runs one call through the fourteen steps of RT-3, in order. Nothing before
@@ -259,6 +272,15 @@ func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
 	}
+	if c.reg.bound != nil {
+		// SPEC-4: refuse a bound argument the caller supplied, then fill them all from
+		// the verified caller and the call, before the key is computed.
+		filled, supplied, reason, detail := bindArgs(&c.Call, c.reg.bound, raw)
+		if reason != "" {
+			return NewOutcome(reason, c.CallID).WithExternalDetail(detail), true
+		}
+		raw, c.onlyBound = filled, !supplied
+	}
 	canon, err := CanonicalJSON(raw)
 	if err != nil {
 		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
@@ -289,6 +311,11 @@ func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
 func (p *Pipeline) stepLabel(c *call) {
 	c.originTrust = OriginTrust(c.ContextTrust)
 	c.argumentTrust = ParseTrust(string(c.ArgumentTrust))
+	if c.onlyBound {
+		// argument_trust is the minimum over the fields the caller supplied; a bound
+		// field is system, and here the caller supplied none (SPEC-4).
+		c.argumentTrust = TrustSystem
+	}
 }
 
 // stepKey is step 4 (RT-5). The attempt number is never an input.
@@ -519,6 +546,10 @@ func (p *Pipeline) settlePending(ctx context.Context, c *call, o Outcome) error 
 // runClaimed is steps 11 to 13 for a call this worker holds (or, for a record-once
 // read, will record): execute, shape, persist.
 func (p *Pipeline) runClaimed(ctx context.Context, c *call) (Outcome, error) {
+	if c.inv != nil {
+		p.trackExecuting(c.inv.ID, 1)
+		defer p.trackExecuting(c.inv.ID, -1)
+	}
 	res, execErr, tc := p.stepExecute(ctx, c) // 11
 	p.after("execute")
 	o := p.stepShape(ctx, c, res, execErr, tc) // 12
@@ -768,14 +799,43 @@ func (p *Pipeline) settle(ctx context.Context, f store.Fence, s store.Settlement
 func (p *Pipeline) retryWrite(ctx context.Context, write func(context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		// The outcome must be recorded even if the caller went away.
-		err = write(context.WithoutCancel(ctx))
+		// The outcome must be recorded even if the caller went away, but one attempt
+		// must not hang forever on a connection that never answers.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeAttemptTimeout)
+		err = write(actx)
+		cancel()
 		if err == nil || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrConflict) {
 			return err
 		}
 		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 	}
 	return fmt.Errorf("runtime: settle: %w", err)
+}
+
+// writeAttemptTimeout bounds one attempt of a fenced write retryWrite makes.
+const writeAttemptTimeout = 10 * time.Second
+
+// trackExecuting adds d to the count of runs of invocation id in progress.
+func (p *Pipeline) trackExecuting(id int64, d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.executing == nil {
+		p.executing = map[int64]int{}
+	}
+	if p.executing[id] += d; p.executing[id] <= 0 {
+		delete(p.executing, id)
+	}
+}
+
+// executingIDs lists the invocations this process is executing now.
+func (p *Pipeline) executingIDs() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]int64, 0, len(p.executing))
+	for id := range p.executing {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // statusOf maps an outcome to the row status.

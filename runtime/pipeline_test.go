@@ -803,3 +803,57 @@ func TestExecute_OnlyAnAdapterClaimsDeviceReasons(t *testing.T) {
 	wantStatus(t, h.exec(h.call("device.lab.send", "c2", `{}`)), runtime.OutcomeUncertain, runtime.ReasonEffectMayHaveHappened)
 	wantStatus(t, h.exec(h.call("demo.read", "c3", `{}`)), runtime.OutcomeFailed, runtime.ReasonToolError)
 }
+
+// settleDownStore fails every settle, as a database that went down after the claim.
+type settleDownStore struct{ store.Store }
+
+func (settleDownStore) InvocationSettleIfLeased(context.Context, store.Fence, store.Settlement) error {
+	return errors.New("connection refused")
+}
+
+// TestKeepLeases_AbandonedCallExpires: a call whose settle failed is no longer executed
+// by its worker, so KeepLeases stops renewing its lease even while it renews the calls
+// in flight; the lease runs out and the sweep decides for it (found by
+// runtime/chaostest, where the row stayed RUNNING for the life of the worker).
+func TestKeepLeases_AbandonedCallExpires(t *testing.T) {
+	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
+	inner := drivers[0].open(t)
+	h := newHarnessOn(t, settleDownStore{inner}, runtime.Config{Lease: 300 * time.Millisecond}, send)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.p.KeepLeases(ctx)
+	if _, err := h.p.Execute(h.ctx, h.call("demo.send", "c1", `{}`)); err == nil {
+		t.Fatal("Execute succeeded although the settle failed")
+	}
+	row, err := inner.InvocationGetByKey(h.ctx, onlyKey(t, inner))
+	if err != nil || row.Status != store.StatusRunning || row.EffectSentAt == nil {
+		t.Fatalf("row after the failed settle: %+v, %v", row, err)
+	}
+	// Several renewal intervals later, the abandoned row's lease has run out.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		swept, err := inner.InvocationSweep(h.ctx, store.SweepParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(swept) == 1 {
+			if got := swept[0].Invocation; got.Status != store.StatusUncertain {
+				t.Fatalf("swept %+v, want UNCERTAIN (watermarked non-idempotent)", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned call's lease is still renewed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func onlyKey(t *testing.T, st store.Store) string {
+	t.Helper()
+	rows, err := st.InvocationList(context.Background(), store.InvocationFilter{})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows %d, %v", len(rows), err)
+	}
+	return rows[0].Key
+}

@@ -32,6 +32,10 @@ const (
 type Principal struct {
 	ID, Tenant string
 	Scopes     []string
+	// Claims are the verified token's string claims, for arguments bound to
+	// principal.claims.NAME (SPEC-4); nil when the caller was not authenticated by a
+	// token.
+	Claims map[string]string
 }
 
 // PolicyRule is one operator rule of policy.yaml (POL-2).

@@ -20,6 +20,11 @@ const (
 	// (status unavailable, retryable true)
 	ReasonApprovalPending ReasonCode = "approval_pending"
 
+	// The call supplied an argument the platform fills itself from the verified caller or the
+	// call (a bound argument). Call the tool without it.
+	// (status failed, retryable false)
+	ReasonBoundArgumentSupplied ReasonCode = "bound_argument_supplied"
+
 	// An identical call with the same idempotency key is already running. Retry the same call
 	// later to receive its recorded outcome.
 	// (status unavailable, retryable true)
@@ -154,6 +159,7 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonApprovalDenied:        {status: OutcomeDenied, retryable: false, message: "An approver rejected this call, so it did not run."},
 	ReasonApprovalExpired:       {status: OutcomeUnavailable, retryable: true, message: "No approver decided on this call before the approval hold ended, so it did not run."},
 	ReasonApprovalPending:       {status: OutcomeUnavailable, retryable: true, message: "This call is held for approval and has not run. It runs only after an approver allows it."},
+	ReasonBoundArgumentSupplied: {status: OutcomeFailed, retryable: false, message: "The call supplied an argument the platform fills itself from the verified caller or the call (a bound argument). Call the tool without it."},
 	ReasonCallInProgress:        {status: OutcomeUnavailable, retryable: true, message: "An identical call with the same idempotency key is already running. Retry the same call later to receive its recorded outcome."},
 	ReasonCallSuspended:         {status: OutcomeUnavailable, retryable: true, message: "This call is suspended waiting for input. It completes when the run is resumed; retrying it returns the recorded outcome then."},
 	ReasonCanceled:              {status: OutcomeFailed, retryable: true, message: "The call was canceled before it completed. Repeating it is safe."},

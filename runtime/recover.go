@@ -118,8 +118,10 @@ func (p *Pipeline) reexecute(ctx context.Context, inv *store.Invocation) (Outcom
 	return p.stepEmit(ctx, c, o), nil
 }
 
-// KeepLeases renews every lease this worker holds, in one statement per interval
-// (a third of the lease) however many calls are in flight, until ctx is done.
+// KeepLeases renews the leases of the calls this pipeline is executing, in one statement
+// per interval (a third of the lease) however many calls are in flight, and none when it
+// executes nothing, until ctx is done. A row the worker holds but no longer executes is
+// left to expire (see Pipeline.executing).
 func (p *Pipeline) KeepLeases(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Lease / 3)
 	defer t.Stop()
@@ -128,7 +130,11 @@ func (p *Pipeline) KeepLeases(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := p.cfg.Store.InvocationRenewLeases(ctx, p.cfg.WorkerID, p.cfg.Lease); err != nil && ctx.Err() == nil {
+			ids := p.executingIDs()
+			if len(ids) == 0 {
+				continue
+			}
+			if _, err := p.cfg.Store.InvocationRenewLeases(ctx, p.cfg.WorkerID, ids, p.cfg.Lease); err != nil && ctx.Err() == nil {
 				p.log.Error("renew leases", "worker", p.cfg.WorkerID, "err", err)
 			}
 		}

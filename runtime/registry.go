@@ -28,8 +28,11 @@ type Registry struct {
 }
 
 type registered struct {
-	tool   Tool
-	spec   *ToolSpec
+	tool Tool
+	spec *ToolSpec
+	// bound maps a builtin's bound arguments to their sources (SPEC-4; nil for none
+	// and always for adapters' tools, whose schemas come from elsewhere).
+	bound  map[string]string
 	input  *schemaCheck // nil: no schema
 	output *schemaCheck
 	exprs  toolExprs
@@ -100,6 +103,11 @@ func (r *Registry) add(t Tool, adapter bool) error {
 	}
 	if reg.argTypes, err = NewArgTypes(spec.InputSchema); err != nil {
 		return fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
+	}
+	if !adapter {
+		if reg.bound, err = boundArgs(spec.InputSchema); err != nil {
+			return fmt.Errorf("runtime: register %s: bound arguments: %w", spec.Name, err)
+		}
 	}
 	if spec.IdempotentWhen != "" {
 		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen); err != nil {

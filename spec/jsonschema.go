@@ -130,6 +130,9 @@ func fieldSchema(f *Field) map[string]any {
 	if f.Description != "" {
 		s["description"] = f.Description
 	}
+	if f.Bound != "" {
+		s[BoundKeyword] = f.Bound
+	}
 	if f.Enum != nil {
 		s["enum"] = f.Enum
 	}

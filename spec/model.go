@@ -109,9 +109,12 @@ type Field struct {
 	MinItems    *int64
 	MaxItems    *int64
 	Pattern     string
-	Required    bool     // explicit required, or no default
-	Items       *Field   // arrays
-	Properties  []*Field // objects, in declaration order
+	Required    bool // explicit required, or no default
+	// Bound is the source a bound argument is filled from (principal.id, ...): the
+	// caller never supplies it and models never see it (SPEC-4).
+	Bound      string
+	Items      *Field   // arrays
+	Properties []*Field // objects, in declaration order
 
 	m *mapping
 }

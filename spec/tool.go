@@ -37,8 +37,17 @@ var toolKeys = []string{
 
 var fieldKeys = []string{
 	"type", "description", "enum", "default", "min", "max", "min_length", "max_length",
-	"min_items", "max_items", "pattern", "required", "items", "properties",
+	"min_items", "max_items", "pattern", "required", "items", "properties", "bound",
 }
+
+// BoundKeyword is the JSON Schema annotation that marks a bound argument in a tool's
+// input schema: the property's value is filled by the platform from the source it
+// names, never by the caller, and the property is not advertised to models.
+const BoundKeyword = "x-toolgen-bound"
+
+// boundSource is the grammar of a bound argument's source (SPEC-4): the verified
+// principal's id or tenant or one of its claims, or the call's session or run id.
+var boundSource = regexp.MustCompile(`^(principal\.(id|tenant|claims\.[a-z][a-z0-9_]*)|session\.id|run\.id)$`)
 
 // Enumerations of the spec language.
 var (
@@ -373,6 +382,20 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 			r.errorf(m.at("required"), "SPEC-4", "%s is required and has a default; a default makes it optional, so drop one of them", what)
 		}
 		f.Required = req
+	}
+	if src, ok := m.str("bound"); ok {
+		switch {
+		case depth > 0:
+			r.errorf(m.at("bound"), "SPEC-4", "%s: only a top-level argument can be bound", what)
+		case !boundSource.MatchString(src):
+			r.errorf(m.at("bound"), "SPEC-4", "%s: bound source %q must be principal.id, principal.tenant, principal.claims.NAME, session.id or run.id", what, src)
+		case typ != TypeString:
+			r.errorf(m.at("type"), "SPEC-4", "%s is bound to %s, a string: its type must be string, not %s", what, src, typ)
+		case m.has("default") || m.has("required"):
+			r.errorf(m.at("bound"), "SPEC-4", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
+		default:
+			f.Bound, f.Required = src, true
+		}
 	}
 	return f
 }

@@ -2,10 +2,20 @@ package testscripts
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/toolgen/toolgen/internal/hostile"
@@ -89,6 +100,9 @@ func TestScripts(t *testing.T) {
 			"waitport":   cmdWaitPort,
 			"waitfile":   cmdWaitFile,
 			"retryuntil": cmdRetryUntil,
+			"issuer":     cmdIssuer,
+			"httpget":    cmdHTTPGet,
+			"envfile":    cmdEnvFile,
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -228,4 +242,108 @@ func cmdRetryUntil(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("retryuntil: %s never printed a match of %q within 60s", args[1], args[0])
 		}
 	}
+}
+
+// cmdIssuer is a test OIDC issuer whose keys the script generates:
+//
+//	issuer init DIR                     an RSA key: DIR/key.json (private, JWK) and DIR/pub.pem
+//	issuer sign DIR FILE CLAIMS [ALG]   a JWT of the JSON CLAIMS into FILE; "exp": "+1h" or "-1h"
+//	                                    is relative to now; ALG RS256 (default), none (unsigned)
+//	                                    or HS256-PUB (HMAC keyed with the public key PEM: the
+//	                                    algorithm-confusion attack)
+func cmdIssuer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: issuer init DIR | issuer sign DIR FILE CLAIMS [ALG]")
+	}
+	dir := ts.MkAbs(args[1])
+	switch {
+	case args[0] == "init" && len(args) == 2:
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		ts.Check(err)
+		priv, err := json.Marshal(jose.JSONWebKey{Key: key, Algorithm: string(jose.RS256)})
+		ts.Check(err)
+		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		ts.Check(err)
+		ts.Check(os.MkdirAll(dir, 0o755))
+		ts.Check(os.WriteFile(filepath.Join(dir, "key.json"), priv, 0o600))
+		ts.Check(os.WriteFile(filepath.Join(dir, "pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644))
+	case args[0] == "sign" && (len(args) == 4 || len(args) == 5):
+		var claims map[string]any
+		if err := json.Unmarshal([]byte(args[3]), &claims); err != nil {
+			ts.Fatalf("issuer sign: claims: %v", err)
+		}
+		for _, k := range []string{"exp", "nbf", "iat"} {
+			if rel, ok := claims[k].(string); ok {
+				d, err := time.ParseDuration(rel)
+				ts.Check(err)
+				claims[k] = time.Now().Add(d).Unix()
+			}
+		}
+		payload, err := json.Marshal(claims)
+		ts.Check(err)
+		alg := "RS256"
+		if len(args) == 5 {
+			alg = args[4]
+		}
+		b64 := base64.RawURLEncoding.EncodeToString
+		var token string
+		switch alg {
+		case "RS256":
+			raw, err := os.ReadFile(filepath.Join(dir, "key.json"))
+			ts.Check(err)
+			var jwk jose.JSONWebKey
+			ts.Check(jwk.UnmarshalJSON(raw))
+			signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jwk.Key}, (&jose.SignerOptions{}).WithType("JWT"))
+			ts.Check(err)
+			sig, err := signer.Sign(payload)
+			ts.Check(err)
+			token, err = sig.CompactSerialize()
+			ts.Check(err)
+		case "none":
+			token = b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(payload) + "."
+		case "HS256-PUB":
+			pub, err := os.ReadFile(filepath.Join(dir, "pub.pem"))
+			ts.Check(err)
+			head := b64([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + b64(payload)
+			mac := hmac.New(sha256.New, pub)
+			mac.Write([]byte(head))
+			token = head + "." + b64(mac.Sum(nil))
+		default:
+			ts.Fatalf("issuer sign: unknown ALG %s", alg)
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(token), 0o600))
+	default:
+		ts.Fatalf("usage: issuer init DIR | issuer sign DIR FILE CLAIMS [ALG]")
+	}
+}
+
+// cmdHTTPGet is "httpget URL [TOKENFILE]": a GET (with the bearer token read from
+// TOKENFILE), printing the status line, the WWW-Authenticate header and the body to
+// stdout. It fails only when the request cannot be made.
+func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: httpget URL [TOKENFILE]")
+	}
+	req, err := http.NewRequest(http.MethodGet, args[0], nil)
+	ts.Check(err)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if len(args) == 2 {
+		tok, err := os.ReadFile(ts.MkAbs(args[1]))
+		ts.Check(err)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	fmt.Fprintf(ts.Stdout(), "%s\nWWW-Authenticate: %s\n%s\n", resp.Status, resp.Header.Get("WWW-Authenticate"), body)
+}
+
+// cmdEnvFile is "envfile NAME FILE": it sets NAME to FILE's content, trimmed (a token a
+// script generated, for a header argument).
+func cmdEnvFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: envfile NAME FILE")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }

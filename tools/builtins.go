@@ -12,6 +12,7 @@ import (
 func Builtins() []runtime.Tool {
 	all := []runtime.Tool{
 		gen.NewConversationAskUser(conversationAskUser{}),
+		gen.NewIdentityWhoami(identityWhoami{}),
 		gen.NewProtocolDispatch(protocolDispatch{}),
 		gen.NewReviewApprove(reviewApprove{}),
 		gen.NewReviewMerge[mergePlan](reviewMerge{}),

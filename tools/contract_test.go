@@ -209,10 +209,17 @@ func TestContract_ConversationAskUser(t *testing.T) {
 	)
 }
 
+// identity.whoami binds all its arguments (SPEC-4): the model supplies none.
+func TestContract_IdentityWhoami(t *testing.T) {
+	tooltest.Run(t, builtin(t, "identity.whoami"),
+		tooltest.Case{Name: "whoami", Args: `{}`},
+	)
+}
+
 // Every builtin has a contract test above.
 func TestContract_EveryBuiltinIsCovered(t *testing.T) {
 	covered := map[string]bool{
-		"workspace.write_text": true, "workspace.read_text": true, "workspace.list": true,
+		"workspace.write_text": true, "workspace.read_text": true, "workspace.list": true, "identity.whoami": true,
 		"review.merge": true, "review.approve": true, "protocol.dispatch": true, "conversation.ask_user": true,
 	}
 	for _, tool := range Builtins() {

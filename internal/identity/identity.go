@@ -197,7 +197,12 @@ func (is *issuer) principal(claims map[string]any) (runtime.Principal, error) {
 	if id == "" || tenant == "" {
 		return runtime.Principal{}, fmt.Errorf("the token has no %q or %q claim", is.conf.IDClaim, is.conf.TenantClaim)
 	}
-	p := runtime.Principal{ID: id, Tenant: tenant, Scopes: []string{}}
+	p := runtime.Principal{ID: id, Tenant: tenant, Scopes: []string{}, Claims: map[string]string{}}
+	for k, v := range claims { // for arguments bound to principal.claims.NAME
+		if s, ok := v.(string); ok {
+			p.Claims[k] = s
+		}
+	}
 	switch s := claims[is.conf.ScopesClaim].(type) {
 	case string:
 		p.Scopes = append(p.Scopes, strings.Fields(s)...)

@@ -29,7 +29,7 @@ Usage:
 	toolgen check [-format text|json|github] [DIR]
 	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
 	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
-	toolgen schema tool|server|protocol|policy
+	toolgen schema tool|server|protocol|policy|device|principals
 	toolgen version
 
 DIR is the spec root holding tools/, servers/, protocols/ and policy.yaml (default ".").

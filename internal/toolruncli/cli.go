@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +36,7 @@ const (
 const usage = `toolrun hosts toolgen's pipeline: serve tools over MCP, run calls, recover, review.
 
 Usage:
-	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]   (HTTP: /mcp, /metrics, /devices/connect)
+	toolrun serve [--stdio | --http ADDR] [--protocol NAME] [--mode M]   (HTTP: /mcp, /metrics, /devices/connect, /events)
 	toolrun call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
 	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
 	toolrun recover
@@ -46,14 +48,17 @@ Usage:
 	toolrun audit [--session S]
 	toolrun catalog [--force-epoch SERVER]
 	toolrun device --gateway URL --id ID --token-file F -- CMD [ARGS...]
+	toolrun events --url http://ADDR [--session S] [--run R] [--tenant T] [--after ID] [--once] [--json]
 
 Flags every command takes:
 	--dir DIR        spec root: tools/, servers/, protocols/, policy.yaml (default ".")
 	--db DSN         postgres://... or a SQLite file (default $TOOLRUN_DB, else DIR/.toolrun/toolrun.db)
 	--workspace W    the directory workspace.* tools are confined to (default DIR)
 	--json           machine-readable output
-	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise)
-	--tenant T       the principal's tenant (default "default")
+	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise);
+	                 with DIR/principals.yaml it must be declared there, and its tenant is
+	                 the one whose work the command sees and acts on
+	--tenant T       the principal's tenant without principals.yaml (default "default")
 	--scopes A,B     the principal's scopes (default: every scope the loaded tools require)
 	--log LEVEL      debug|info|warn|error, structured logs on stderr (default warn)
 
@@ -103,6 +108,7 @@ func init() {
 		"audit":     runAudit,
 		"catalog":   runCatalog,
 		"device":    runDevice,
+		"events":    runEvents,
 	}
 }
 
@@ -165,26 +171,48 @@ func (c *common) openWith(e *env, o host.Options) (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.tenantFromPrincipals(); err != nil {
+		return nil, err
+	}
 	o.Dir, o.DB, o.Workspace, o.Logger = c.dir, c.db, c.workspace, log
 	o.Tenant, o.Principal = c.tenant, c.principal
 	return host.Open(e.ctx, o)
 }
 
-// principalFor is the acting principal. Until principals are configured (identity
-// comes with principals.yaml), a local toolrun acts with every scope its tools
-// require unless --scopes narrows it.
-func (c *common) principalFor(h *host.Host) runtime.Principal {
-	p := runtime.Principal{ID: c.principal, Tenant: c.tenant, Scopes: []string{}}
+// principalFor is the acting principal, --principal. With principals.yaml it must be
+// declared there (tokens or local): its tenant and scopes are the file's (--tenant is
+// then ignored; --scopes can only narrow them). Without the file (a local toolrun) it
+// acts in --tenant with every scope its tools require, unless --scopes narrows it.
+func (c *common) principalFor(h *host.Host) (runtime.Principal, error) {
+	var narrow []string
 	if c.scopes != "" {
 		for _, s := range strings.Split(c.scopes, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				p.Scopes = append(p.Scopes, s)
+				narrow = append(narrow, s)
 			}
 		}
-		return p
 	}
-	for _, spec := range h.Registry.Current() {
-		p.Scopes = append(p.Scopes, spec.RequiredScopes...)
+	if file := h.Tree.Principals; file != nil {
+		sp := file.Principal(c.principal)
+		if sp == nil {
+			return runtime.Principal{}, fmt.Errorf("--principal %s %w", c.principal, errNoPrincipal)
+		}
+		c.tenant = sp.Tenant
+		p := runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: []string{}}
+		for _, s := range sp.Scopes {
+			if narrow == nil || slices.Contains(narrow, s.Name) {
+				p.Scopes = append(p.Scopes, s.Name)
+			}
+		}
+		return p, nil
+	}
+	p := runtime.Principal{ID: c.principal, Tenant: c.tenant, Scopes: []string{}}
+	if narrow != nil {
+		p.Scopes = narrow
+		return p, nil
+	}
+	for _, t := range h.Registry.Current() {
+		p.Scopes = append(p.Scopes, t.RequiredScopes...)
 	}
 	for _, d := range h.Tree.Devices { // their tools register when they dial in
 		for _, s := range d.Server.RequiredScopes {
@@ -195,11 +223,40 @@ func (c *common) principalFor(h *host.Host) runtime.Principal {
 	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
 	slices.Sort(p.Scopes)
 	p.Scopes = slices.Compact(p.Scopes)
-	return p
+	return p, nil
 }
 
 // openStore opens the store alone, for the commands that review rather than run calls.
-func (c *common) openStore(e *env) (store.Store, error) { return host.OpenStore(e.ctx, c.dir, c.db) }
+// With principals.yaml the acting principal must be declared there, and its tenant is
+// the one whose work the command sees and acts on (ID-2).
+func (c *common) openStore(e *env) (store.Store, error) {
+	if err := c.tenantFromPrincipals(); err != nil {
+		return nil, err
+	}
+	return host.OpenStore(e.ctx, c.dir, c.db)
+}
+
+// tenantFromPrincipals sets c.tenant to --principal's tenant in DIR/principals.yaml;
+// without the file it keeps --tenant.
+func (c *common) tenantFromPrincipals() error {
+	data, err := os.ReadFile(filepath.Join(c.dir, spec.PrincipalsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	file, diags := spec.LoadPrincipals(spec.PrincipalsFile, filepath.Join(c.dir, spec.PrincipalsFile), data)
+	if len(diags) > 0 {
+		return errors.New(diags.Sorted()[0].String())
+	}
+	sp := file.Principal(c.principal)
+	if sp == nil {
+		return fmt.Errorf("--principal %s %w", c.principal, errNoPrincipal)
+	}
+	c.tenant = sp.Tenant
+	return nil
+}
 
 // visibleInvocation reads invocation id as the principal's tenant sees it: another
 // tenant's row is not visible (store.ErrNotFound).
@@ -296,7 +353,10 @@ func runCall(e *env, cmd string, args []string) int {
 			return fail(e, cmd, err)
 		}
 	}
-	p := c.principalFor(h)
+	p, err := c.principalFor(h)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
 	o, err := h.Pipeline.Execute(e.ctx, runtime.Call{
 		Tenant: p.Tenant, Principal: p, SessionID: *session, RunID: *run, Step: *step, CallID: *callID,
 		Tool: tool, Args: json.RawMessage(raw), ArgumentTrust: runtime.TrustUser, Workspace: h.Workspace,
@@ -512,7 +572,10 @@ func runResolve(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	defer st.Close()
-	if _, err := c.visibleInvocation(e, st, id); err != nil {
+	if _, err := c.visibleInvocation(e, st, id); errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintf(e.stderr, "toolrun resolve: no invocation %d in tenant %s\n", id, c.tenant)
+		return ExitFailed
+	} else if err != nil {
 		return fail(e, cmd, err)
 	}
 	resolution := "did_not_happen"

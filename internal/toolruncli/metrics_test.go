@@ -28,7 +28,10 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	p := (&common{principal: "agent", tenant: "default"}).principalFor(h)
+	p, err := (&common{principal: "agent", tenant: "default"}).principalFor(h)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := mcpserver.New(mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: p,
 		Workspace: h.Workspace})
 	if err != nil {

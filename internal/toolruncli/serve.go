@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgen/toolgen/internal/events"
 	"github.com/toolgen/toolgen/internal/host"
+	"github.com/toolgen/toolgen/internal/identity"
 	"github.com/toolgen/toolgen/mcp/device"
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 )
@@ -22,12 +24,13 @@ const epochPoll = time.Second
 // runServe is toolrun serve: the registry over MCP, on one stdio connection (--stdio)
 // or over Streamable HTTP (--http ADDR). The HTTP server serves MCP at MCPPath and the
 // pipeline's OpenTelemetry metrics at GET MetricsPath, in the Prometheus exposition
-// format (see promMetrics). Over stdio there is no HTTP server, hence no metrics
-// endpoint: the pipeline records no metrics there.
+// format (see promMetrics), and the event stream at GET events.Path (internal/events).
+// Over stdio there is no HTTP server, hence no metrics endpoint: the pipeline records
+// no metrics there.
 func runServe(e *env, cmd string, args []string) int {
 	fs, c := newFlags(cmd, e)
 	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout (no metrics endpoint)")
-	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+MCPPath+", Prometheus metrics at GET "+MetricsPath+", devices at "+device.ConnectPath)
+	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+MCPPath+", Prometheus metrics at GET "+MetricsPath+", devices at "+device.ConnectPath+", events at GET "+events.Path)
 	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
 	mode := fs.String("mode", "", "serve only this mode of the protocol")
 	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
@@ -68,8 +71,18 @@ func runServe(e *env, cmd string, args []string) int {
 	if err := watchForcedEpochs(ctx, h); err != nil {
 		return fail(e, cmd, err)
 	}
-	opts := mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: c.principalFor(h),
-		Workspace: h.Workspace, SessionID: *session, Logger: log}
+	principal, err := c.principalFor(h)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	var authn *httpAuth
+	if !*stdio {
+		if authn, err = newHTTPAuth(e, c, h, *addr); err != nil {
+			return fail(e, cmd, err)
+		}
+	}
+	opts := mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: principal,
+		PrincipalOf: identity.PrincipalFrom, Workspace: h.Workspace, SessionID: *session, Logger: log}
 	if h.Modes != nil {
 		opts.Modes = h.Modes
 	}
@@ -83,7 +96,18 @@ func runServe(e *env, cmd string, args []string) int {
 		}
 		return ExitOK
 	}
-	mux := serveMux(srv.HTTPHandler(), metrics.Handler)
+	mux := serveMux(authn.protect(srv.HTTPHandler()), metrics.Handler)
+	if authn != nil {
+		mux.Handle("GET "+MetadataPath, authn.metadata())
+		mux.Handle("GET "+MetadataPath+MCPPath, authn.metadata())
+	}
+	// The event stream reads the store, so it carries the events of every process on it.
+	evs, err := events.NewHandler(events.Options{Store: h.Store, Logger: log.With("component", "events")})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer evs.Close()
+	mux.Handle("GET "+events.Path, evs)
 	gw, err := device.NewGateway(device.Options{Devices: h.Tree.Devices, Registry: h.Registry, Store: h.Store,
 		Tenant: c.tenant, Logger: log.With("component", "devices")})
 	if err != nil {
@@ -96,14 +120,15 @@ func runServe(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(evs.Close) // a stream never ends by itself; its client resumes elsewhere
 	go func() {
 		<-ctx.Done()
 		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		hs.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s\n",
-		ln.Addr(), MCPPath, ln.Addr(), MetricsPath, ln.Addr(), device.ConnectPath)
+	fmt.Fprintf(e.stderr, "toolrun: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s\n",
+		ln.Addr(), MCPPath, ln.Addr(), MetricsPath, ln.Addr(), device.ConnectPath, ln.Addr(), events.Path)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fail(e, cmd, err)
 	}

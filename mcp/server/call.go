@@ -28,13 +28,17 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, invalidParams("tools/call needs params")
 	}
 	tool := names.FromWire(p.Name)
-	id, err := s.identityOf(ctx, req.Session, p.Meta, tool, p.Arguments)
+	principal, err := s.principalOf(req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.identityOf(ctx, req.Session, p.Meta, principal.Tenant, tool, p.Arguments)
 	if err != nil {
 		return nil, err
 	}
 	call := runtime.Call{
-		Tenant:    s.opts.Principal.Tenant,
-		Principal: s.opts.Principal,
+		Tenant:    principal.Tenant,
+		Principal: principal,
 		SessionID: id.SessionID,
 		RunID:     id.RunID,
 		Step:      id.Step,
@@ -57,6 +61,20 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
 		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
 	return toResult(o, id), nil
+}
+
+// principalOf is the caller of a request: its verified identity, or the operator's
+// principal when it has none (stdio, or HTTP without authentication).
+func (s *Server) principalOf(extra *mcp.RequestExtra) (runtime.Principal, error) {
+	if extra == nil || extra.TokenInfo == nil {
+		return s.opts.Principal, nil
+	}
+	if s.opts.PrincipalOf != nil {
+		if p, ok := s.opts.PrincipalOf(extra.TokenInfo); ok && p.ID != "" && p.Tenant != "" {
+			return p, nil
+		}
+	}
+	return runtime.Principal{}, invalidParams("the request's credentials name no principal")
 }
 
 // execute runs the call through the pipeline, reporting an approval hold as progress

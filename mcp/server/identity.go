@@ -68,7 +68,20 @@ func DerivedCallID(tool string, args json.RawMessage) string {
 
 // sessionOf is the session a request belongs to: _meta io.toolgen/session_id, else the
 // connection's default (Serve), else the MCP session id (HTTP Mcp-Session-Id).
-func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {
+func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
+	id, err := s.sessionID(ctx, ss, meta)
+	if err != nil {
+		return "", err
+	}
+	// A session belongs to the tenant that used it first (ID-2): another tenant naming
+	// it in _meta would read its pinned catalog and its mode, and move its mode.
+	if owner, loaded := s.owners.LoadOrStore(id, tenant); loaded && owner.(string) != tenant {
+		return "", invalidParams("session %q belongs to another tenant", id)
+	}
+	return id, nil
+}
+
+func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {
 	id, ok, err := metaID(meta, MetaSessionID)
 	if err != nil || ok {
 		return id, err
@@ -85,10 +98,10 @@ func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.
 }
 
 // identityOf applies the ids rule (doc.go) to a tools/call.
-func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tool string, args json.RawMessage) (identity, error) {
+func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant, tool string, args json.RawMessage) (identity, error) {
 	var id identity
 	var err error
-	if id.SessionID, err = s.sessionOf(ctx, ss, meta); err != nil {
+	if id.SessionID, err = s.sessionOf(ctx, ss, meta, tenant); err != nil {
 		return id, err
 	}
 	run, ok, err := metaID(meta, MetaRunID)

@@ -25,7 +25,11 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if req.Params != nil {
 		meta, cursor = req.Params.Meta, req.Params.Cursor
 	}
-	session, err := s.sessionOf(ctx, req.Session, meta)
+	principal, err := s.principalOf(req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	session, err := s.sessionOf(ctx, req.Session, meta, principal.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +151,7 @@ func (c *toolCache) wire(spec *runtime.ToolSpec, s *Server) *mcp.Tool {
 // wireTool is the MCP form of a spec, or nil (logged) when its input schema cannot
 // describe an object.
 func (s *Server) wireTool(spec *runtime.ToolSpec) *mcp.Tool {
-	in, why := objectSchema(spec.InputSchema)
+	in, why := objectSchema(runtime.AdvertisedInputSchema(spec)) // without bound arguments (SPEC-4)
 	if why != "" {
 		s.log.Warn("mcp/server: tool left out of tools/list: its input schema "+why+"; it stays callable by name",
 			"tool", spec.Name)

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,10 +45,15 @@ type Options struct {
 	// Modes filters tools/list to the session's active mode (WF-3). Give the resolver
 	// the Pipeline was built with; nil means no protocol (the whole catalog is listed).
 	Modes runtime.ModeResolver
-	// Principal is the caller of every call served (its Tenant is the calls' tenant).
-	// For now the operator names it (ID-1 for stdio); verified HTTP identities come
-	// later. Its ID must not be empty.
+	// Principal is the caller of every call served (its Tenant is the calls' tenant)
+	// when the request carries no verified identity: the principal the operator names
+	// for stdio (ID-1). Its ID must not be empty.
 	Principal runtime.Principal
+	// PrincipalOf, when set, maps a request's verified bearer token (the go-sdk's
+	// auth.TokenInfo, put there by auth.RequireBearerToken in front of the HTTP handler)
+	// to its principal, which then is the caller instead of Principal. A request that
+	// carries a TokenInfo PrincipalOf cannot map is refused.
+	PrincipalOf func(*auth.TokenInfo) (runtime.Principal, bool)
 	// Workspace is the workspace root of the calls (runtime.Call.Workspace).
 	Workspace string
 	// SessionID, when set, is the session of every connection served by Serve and
@@ -78,6 +85,8 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *mcp.Server
 	tools toolCache
+	// owners maps a session id to the tenant that used it first (sessionOf).
+	owners sync.Map
 }
 
 // New returns a Server for opts.

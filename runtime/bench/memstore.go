@@ -19,8 +19,8 @@ var ErrNotImplemented = errors.New("bench: MemStore does not implement this meth
 // nothing goes wrong — insert (yielding to an existing key), read by key or id, the
 // fenced watermark and settle — and nothing else: the breaker always counts zero
 // (so it never refuses), leases never expire, and the sweep, approvals, suspension,
-// audit and catalog history return [ErrNotImplemented]. Rows are kept for the life
-// of the store.
+// audit, catalog history and events return [ErrNotImplemented]. Rows are kept for
+// the life of the store.
 type MemStore struct {
 	mu     sync.Mutex
 	byKey  map[string]*store.Invocation
@@ -154,7 +154,7 @@ func (m *MemStore) InvocationResume(context.Context, string, store.Settlement) (
 	return nil, ErrNotImplemented
 }
 
-func (m *MemStore) InvocationRenewLeases(context.Context, string, time.Duration) (int, error) {
+func (m *MemStore) InvocationRenewLeases(context.Context, string, []int64, time.Duration) (int, error) {
 	return 0, nil
 }
 
@@ -193,6 +193,14 @@ func (m *MemStore) CatalogHistoryAppend(context.Context, store.CatalogChange) (i
 }
 
 func (m *MemStore) CatalogHistoryList(context.Context, string) ([]store.CatalogChange, error) {
+	return nil, nil
+}
+
+func (m *MemStore) EventAppend(context.Context, store.Event) (int64, error) {
+	return 0, ErrNotImplemented
+}
+
+func (m *MemStore) EventList(context.Context, store.EventFilter) ([]store.Event, error) {
 	return nil, nil
 }
 

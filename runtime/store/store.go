@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -261,6 +264,124 @@ type CatalogChange struct {
 	At       time.Time // set by the store (database clock)
 }
 
+// Event kinds. The store writes the invocation and catalog kinds itself, in the same
+// transaction as the write they report (triggers of migration 003), so no milestone is
+// committed without its event and none costs an extra commit; the others are appended
+// by code through EventAppend.
+const (
+	EventRecorded     = "recorded"      // a row was inserted (step 7)
+	EventHeld         = "held"          // the row entered PENDING with decision needs_approval and no decision yet
+	EventStarted      = "started"       // the row became RUNNING (a claim, or a RUNNING insert after recorded)
+	EventEffectSent   = "effect_sent"   // the watermark was set
+	EventReleased     = "released"      // RUNNING back to PENDING: a release, or a retry decided by the sweep
+	EventSuspended    = "suspended"     // a control call was suspended (RT-11)
+	EventSettled      = "settled"       // the row became SUCCEEDED, FAILED, DENIED or UNAVAILABLE
+	EventUncertain    = "uncertain"     // the row became UNCERTAIN
+	EventResolved     = "resolved"      // a person resolved an UNCERTAIN row
+	EventCatalogDrift = "catalog_drift" // a row of mcp_catalog_history (MCP-7)
+	// Appended by the device gateway (DEV-1..3).
+	EventDeviceConnected    = "device_connected"
+	EventDeviceDisconnected = "device_disconnected"
+)
+
+// Event is one entry of the event stream (EV-1): the classification of a milestone,
+// never its payload. It has no field for arguments, results, remote text, error text
+// or artifact contents, so no writer can put them in an event; the invocation row
+// carries those, and InvocationID points at it.
+type Event struct {
+	Cursor        EventCursor // set by the store: the event's position in the stream
+	Kind          string      // Event* (or a kind a later issue adds)
+	Tenant        string
+	SessionID     string
+	RunID         string
+	InvocationID  int64 // 0 for events of no invocation
+	Step          int
+	CallID        string
+	Tool          string
+	Status        string // the row's status after the milestone
+	ReasonCode    string
+	Mode          string
+	Decision      string
+	Idempotency   string
+	OriginTrust   string
+	ArgumentTrust string
+	Attempt       int
+	// Server is the upstream server of a catalog_drift event, or the device of a
+	// device_* event (a device is an MCP server in reverse); Change is the catalog
+	// change (added, removed, changed, ...).
+	Server string
+	Change string
+	// Duration of a settled or uncertain event whose row was recorded before it
+	// settled: from the record (created_at) to the settlement, by the database clock.
+	// Nil when the row was inserted already settled (a denial, a record-once read).
+	Duration *time.Duration
+	At       time.Time // the database clock at the milestone (the row's updated_at)
+}
+
+// Validate reports whether e can be appended (ErrInvalid if not).
+func (e Event) Validate() error {
+	if e.Kind == "" || strings.TrimLeft(e.Kind, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		// the kind is the SSE event name: one line, and a name a client can switch on
+		return fmt.Errorf("%w: event kind %q (want lowercase letters, digits and _)", ErrInvalid, e.Kind)
+	}
+	if e.Duration != nil && *e.Duration < 0 {
+		return fmt.Errorf("%w: event with a negative duration", ErrInvalid)
+	}
+	return nil
+}
+
+// EventCursor is a position in the event stream: events are read in (TX, ID) order.
+// On SQLite writes are serialized, so the id order is the commit order and TX is 0.
+// On PostgreSQL ids come from a sequence in the order transactions take them, not the
+// order they commit; TX is the writing transaction's id, and EventList returns only
+// events of transactions older than every transaction still running (the snapshot's
+// xmin), so nothing can later appear before a cursor a reader already holds.
+type EventCursor struct {
+	TX int64
+	ID int64
+}
+
+// String formats c as the SSE id: "ID" when TX is 0 (SQLite), "TX-ID" otherwise.
+func (c EventCursor) String() string {
+	if c.TX == 0 {
+		return strconv.FormatInt(c.ID, 10)
+	}
+	return strconv.FormatInt(c.TX, 10) + "-" + strconv.FormatInt(c.ID, 10)
+}
+
+// ParseEventCursor parses what String formats ("" and "0" are the start of the
+// stream). ErrInvalid for anything else.
+func ParseEventCursor(s string) (EventCursor, error) {
+	if s == "" {
+		return EventCursor{}, nil
+	}
+	txs, ids, hasTX := strings.Cut(s, "-")
+	if !hasTX {
+		txs, ids = "0", s
+	}
+	tx, err1 := strconv.ParseInt(txs, 10, 64)
+	id, err2 := strconv.ParseInt(ids, 10, 64)
+	if err1 != nil || err2 != nil || tx < 0 || id < 0 || (hasTX && txs != strconv.FormatInt(tx, 10)) ||
+		ids != strconv.FormatInt(id, 10) {
+		return EventCursor{}, fmt.Errorf("%w: event id %q (want ID or TX-ID, decimal)", ErrInvalid, s)
+	}
+	return EventCursor{TX: tx, ID: id}, nil
+}
+
+// Less orders cursors as the stream does.
+func (c EventCursor) Less(o EventCursor) bool {
+	return c.TX < o.TX || (c.TX == o.TX && c.ID < o.ID)
+}
+
+// EventFilter selects events for EventList. Every zero field is "any".
+type EventFilter struct {
+	Tenant    string
+	SessionID string
+	RunID     string
+	After     EventCursor // events strictly after this cursor
+	Limit     int         // <= 0: no limit
+}
+
 // Store is the persistence port. Every method that writes is exactly one transaction
 // (one commit), whatever it returns; the others only read. It is safe for concurrent
 // use by many goroutines and, for drivers that support it, many processes.
@@ -324,11 +445,15 @@ type Store interface {
 	// SuspendedAt set. ErrNotFound for an unknown token, ErrConflict if the row is no
 	// longer suspended (already resumed), ErrInvalid if s.Status is not terminal.
 	InvocationResume(ctx context.Context, resumeToken string, s Settlement) (*Invocation, error)
-	// InvocationRenewLeases sets lease_expires_at = db-now + lease on every RUNNING,
-	// unsuspended row of owner whose lease has not yet expired: one statement per
-	// interval, however many calls are in flight. An expired lease is never revived:
-	// the sweep may already be deciding for it. Returns the number of rows renewed.
-	InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error)
+	// InvocationRenewLeases sets lease_expires_at = db-now + lease on the rows of ids
+	// that are RUNNING, unsuspended, leased by owner and whose lease has not yet
+	// expired: one statement per interval, however many calls are in flight. ids are
+	// the calls the worker is executing now: a row it holds but no longer executes (a
+	// write after its claim failed, a claim whose acknowledgement was lost) is not
+	// renewed, so its lease runs out and the sweep decides for it. An expired lease is
+	// never revived: the sweep may already be deciding for it. No ids, no statement.
+	// Returns the number of rows renewed.
+	InvocationRenewLeases(ctx context.Context, owner string, ids []int64, lease time.Duration) (int, error)
 	// InvocationSweep reclaims up to p.Limit RUNNING, unsuspended rows whose lease
 	// expired (by the database clock) and classifies each from its recorded facts (RT-4),
 	// in one statement:
@@ -385,6 +510,18 @@ type Store interface {
 	// one server ("" for all) in id order.
 	CatalogHistoryAppend(ctx context.Context, c CatalogChange) (int64, error)
 	CatalogHistoryList(ctx context.Context, serverID string) ([]CatalogChange, error)
+
+	// EventAppend appends an event that no row reports by itself (device_connected,
+	// ...), one commit, and returns its id; the store sets its cursor and time. The
+	// milestones of invocations and the catalog history need no call: the store
+	// writes their events in the same transaction as the row. ErrInvalid for an event
+	// without a kind.
+	EventAppend(ctx context.Context, e Event) (int64, error)
+	// EventList reads the events f selects, after f.After, in stream order ((TX, ID)):
+	// only events whose transaction committed, and never one that a later call could
+	// return before the last event of this one (see EventCursor), so paging with the
+	// last cursor misses nothing. ErrInvalid for a cursor this driver never formats.
+	EventList(ctx context.Context, f EventFilter) ([]Event, error)
 
 	Close() error
 }

@@ -51,12 +51,14 @@
 //	POLICY_RULE_CHANGED              weakens   policy    a rule's effect, condition text or tools changed (one finding each)
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
 //	EGRESS_HOST_ADDED                weakens   policy    a host added to egress.allow
+//	BOUND_REMOVED                    weakens   tool      an argument no longer bound (the model supplies it), or bound to another source
 //	TOOL_REMOVED                     breaking  tool      a tool removed (a rename is a removal and an addition)
 //	ARG_REMOVED                      breaking  tool      an argument (or nested property) removed
 //	ARG_TYPE_CHANGED                 breaking  tool      an argument's type changed
 //	ARG_NEWLY_REQUIRED               breaking  tool      an argument that was optional or absent is required
 //	ENUM_VALUE_REMOVED               breaking  tool      an enum value removed
 //	VERSION_NOT_BUMPED               breaking  tool      a behaviour-affecting field changed and version did not increase
+//	ARG_BOUND                        breaking  tool      an argument became bound: callers that send it are refused
 //	SERVER_CLASSIFICATION_DEFAULTED  info      srv/dev   a classification field removed: it falls back to the most restrictive value
 //	EXCLUSIVE_DECLARATION_DROPPED    info      protocol  a declared exclusive tool no longer declared, but still exclusive (default or confers_approval)
 //	TOOL_ADDED                       info      tool      a tool added

@@ -390,19 +390,30 @@ func (d *differ) field(tool string, p, c *spec.Tool, name string, pf, cf *spec.F
 	shown := strings.TrimPrefix(name, "args.")
 	cl := func(key string) *Location { return loc(d.cur, c.File, cf.At(key)) }
 	if pf == nil {
-		if cf.Required {
+		if cf.Required && cf.Bound == "" { // a bound argument is filled by the platform
 			d.add("ARG_NEWLY_REQUIRED", "tool", tool, loc(d.cur, c.File, cf.Pos), prevParent,
 				"new argument %s is required: existing callers do not send it", shown)
 		}
 		return
 	}
 	pl := func(key string) *Location { return loc(d.prev, p.File, pf.At(key)) }
+	switch {
+	case pf.Bound != "" && cf.Bound == "":
+		d.add("BOUND_REMOVED", "tool", tool, loc(d.cur, c.File, cf.Pos), pl("bound"),
+			"argument %s is no longer bound to %s: the caller (the model) now supplies it", shown, pf.Bound)
+	case pf.Bound != "" && cf.Bound != pf.Bound:
+		d.add("BOUND_REMOVED", "tool", tool, cl("bound"), pl("bound"),
+			"argument %s is bound to %s instead of %s", shown, cf.Bound, pf.Bound)
+	case pf.Bound == "" && cf.Bound != "":
+		d.add("ARG_BOUND", "tool", tool, cl("bound"), loc(d.prev, p.File, pf.Pos),
+			"argument %s is now bound to %s: callers that send it are refused", shown, cf.Bound)
+	}
 	if pf.Type != cf.Type {
 		d.add("ARG_TYPE_CHANGED", "tool", tool, cl("type"), pl("type"),
 			"argument %s changed type from %s to %s", shown, pf.Type, cf.Type)
 		return
 	}
-	if cf.Required && !pf.Required {
+	if cf.Required && !pf.Required && cf.Bound == "" {
 		d.add("ARG_NEWLY_REQUIRED", "tool", tool, loc(d.cur, c.File, cf.Pos), loc(d.prev, p.File, pf.Pos),
 			"argument %s was optional and is now required", shown)
 	}

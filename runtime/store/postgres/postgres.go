@@ -271,11 +271,11 @@ func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st sto
 	return nil, fmt.Errorf("%w: resume token", store.ErrNotFound)
 }
 
-func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error) {
-	if err := store.ValidateLease(owner, lease); err != nil {
+func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, ids []int64, lease time.Duration) (int, error) {
+	if err := store.ValidateLease(owner, lease); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	n, err := s.exec(ctx, invocationRenewLeases, owner, lease.Microseconds())
+	n, err := s.exec(ctx, invocationRenewLeases, owner, lease.Microseconds(), ids)
 	return int(n), err
 }
 

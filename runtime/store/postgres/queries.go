@@ -100,7 +100,8 @@ RETURNING ` + invocationColumns
 	invocationRenewLeasesSQL = `
 UPDATE tool_invocations
 SET lease_expires_at = ` + leaseEnd + `, updated_at = now()
-WHERE lease_owner = @owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > now()`
+WHERE lease_owner = @owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > now()
+  AND id = ANY(@ids)`
 
 	// invocationSweepSQL is RT-4 in one statement (ST-3): lock up to @limit expired
 	// leases that no other sweeper holds, decide each from its recorded facts, and
@@ -254,7 +255,7 @@ var (
 	invocationResumeTokenTaken = compile(invocationResumeTokenTakenSQL, "resume_token")
 	invocationResume           = compile(invocationResumeSQL, "resume_token",
 		"status", "reason_code", "outcome", "watermark_missing")
-	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us")
+	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us", "ids")
 	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts")
 	invocationListRetryable    = compile(invocationListRetryableSQL, "limit")
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")

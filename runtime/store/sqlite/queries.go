@@ -93,7 +93,8 @@ RETURNING ` + invocationColumns
 	invocationRenewLeasesSQL = `
 UPDATE tool_invocations
 SET lease_expires_at = ` + nowMicros + ` + :lease_us, updated_at = ` + nowMicros + `
-WHERE lease_owner = :owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > ` + nowMicros
+WHERE lease_owner = :owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > ` + nowMicros + `
+  AND id IN (SELECT value FROM json_each(:ids))`
 
 	// invocationSweepSQL is RT-4 in one statement: pick up to :limit expired leases,
 	// decide each from its recorded facts, and reclaim it (clearing the fence).
@@ -208,3 +209,27 @@ INSERT INTO session_modes (session_id, tenant, mode, updated_at)
 VALUES (:session_id, :tenant, :mode, ` + nowMicros + `)
 ON CONFLICT (session_id) DO UPDATE SET tenant = excluded.tenant, mode = excluded.mode, updated_at = excluded.updated_at`
 )
+
+const (
+	// eventAppendSQL appends an event no row reports by itself (store.EventAppend).
+	eventAppendSQL = `
+INSERT INTO events (kind, tenant, session_id, run_id, invocation_id, step_number, call_id, tool, status,
+	reason_code, mode, decision, idempotency, origin_trust, argument_trust, attempt, server_id, change, duration_us, at)
+VALUES (:kind, :tenant, :session_id, :run_id, :invocation_id, :step_number, :call_id, :tool, :status,
+	:reason_code, :mode, :decision, :idempotency, :origin_trust, :argument_trust, :attempt, :server_id, :change,
+	:duration_us, ` + nowMicros + `)
+RETURNING id`
+
+	// eventListSQL is store.EventFilter: every condition is off when its parameter is
+	// the zero value. Ids are in commit order (one writer at a time), so the cursor is
+	// the id alone and the page is a range of the primary key.
+	eventListSQL = `
+SELECT ` + eventColumns + ` FROM events
+WHERE id > :after_id AND (:tenant = '' OR tenant = :tenant) AND (:session_id = '' OR session_id = :session_id)
+	AND (:run_id = '' OR run_id = :run_id)
+ORDER BY id
+LIMIT :limit`
+)
+
+const eventColumns = `tx, id, kind, tenant, session_id, run_id, invocation_id, step_number, call_id, tool, status,
+	reason_code, mode, decision, idempotency, origin_trust, argument_trust, attempt, server_id, change, duration_us, at`

@@ -39,7 +39,7 @@ type writeStmts struct {
 	insert, claim, markEffectSent, settle, release, suspend, resume, renew, sweep, resolve *sql.Stmt
 	exists, resumeTokenTaken                                                               *sql.Stmt
 	approvalDecide, approvalExists, auditAppend, catalogAppend                             *sql.Stmt
-	sessionModeSet                                                                         *sql.Stmt
+	sessionModeSet, eventAppend                                                            *sql.Stmt
 }
 
 // readStmts are the statements run on the read pool, prepared once by Open (and by
@@ -49,7 +49,7 @@ type readStmts struct {
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
-	list, sessionModeGet                                     *sql.Stmt
+	list, sessionModeGet, eventList                          *sql.Stmt
 }
 
 // connParams configure every connection. synchronous=FULL makes WAL sync on every
@@ -132,6 +132,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.auditAppend, auditAppendSQL},
 		{s.write, &w.catalogAppend, catalogHistoryAppendSQL},
 		{s.write, &w.sessionModeSet, sessionModeSetSQL},
+		{s.write, &w.eventAppend, eventAppendSQL},
 
 		{s.read, &r.get, invocationGetSQL},
 		{s.read, &r.getByKey, invocationGetByKeySQL},
@@ -148,6 +149,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.catalogList, catalogHistoryListSQL},
 		{s.read, &r.list, invocationListSQL},
 		{s.read, &r.sessionModeGet, sessionModeGetSQL},
+		{s.read, &r.eventList, eventListSQL},
 	} {
 		stmt, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -418,11 +420,15 @@ func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st sto
 	return inv, err
 }
 
-func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error) {
-	if err := store.ValidateLease(owner, lease); err != nil {
+func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, ids []int64, lease time.Duration) (int, error) {
+	if err := store.ValidateLease(owner, lease); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	n, err := execRows(ctx, s.w.renew, sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds()))
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, err
+	}
+	n, err := execRows(ctx, s.w.renew, sql.Named("owner", owner), sql.Named("lease_us", lease.Microseconds()), sql.Named("ids", string(list)))
 	return int(n), err
 }
 

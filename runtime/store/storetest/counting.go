@@ -26,6 +26,7 @@ var WriteMethods = []string{
 	"AuditAppend",
 	"CatalogHistoryAppend",
 	"SessionModeSet",
+	"EventAppend",
 }
 
 // CountingStore wraps a Store and counts its commits: calls of the writing methods
@@ -140,9 +141,9 @@ func (c *CountingStore) InvocationResume(ctx context.Context, resumeToken string
 	return c.s.InvocationResume(ctx, resumeToken, s)
 }
 
-func (c *CountingStore) InvocationRenewLeases(ctx context.Context, owner string, lease time.Duration) (int, error) {
+func (c *CountingStore) InvocationRenewLeases(ctx context.Context, owner string, ids []int64, lease time.Duration) (int, error) {
 	c.count("InvocationRenewLeases")
-	return c.s.InvocationRenewLeases(ctx, owner, lease)
+	return c.s.InvocationRenewLeases(ctx, owner, ids, lease)
 }
 
 func (c *CountingStore) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
@@ -205,6 +206,15 @@ func (c *CountingStore) SessionModeGet(ctx context.Context, sessionID string) (s
 func (c *CountingStore) SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error {
 	c.count("SessionModeSet")
 	return c.s.SessionModeSet(ctx, tenant, sessionID, mode)
+}
+
+func (c *CountingStore) EventAppend(ctx context.Context, e store.Event) (int64, error) {
+	c.count("EventAppend")
+	return c.s.EventAppend(ctx, e)
+}
+
+func (c *CountingStore) EventList(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	return c.s.EventList(ctx, f)
 }
 
 // Close closes the wrapped store (not a commit).

@@ -3,7 +3,8 @@
 // inserts and dedupe, claims, the fenced writes and their lost-ack retries, every
 // branch of the sweep's decision, zombie fencing across reclaims, leases expiring by
 // the database clock, suspension, the review queue, approvals, audit and catalog
-// history, and concurrent claimers and sweepers on separate handles.
+// history, the event of every milestone (and none of its payload) with cursor paging
+// that misses nothing, and concurrent claimers and sweepers on separate handles.
 //
 // It also exports [CountingStore], a wrapper that counts commits (calls of the
 // writing methods) for the pipeline's commit-count tests.

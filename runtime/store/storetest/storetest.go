@@ -155,6 +155,7 @@ var tests = []struct {
 	// the commit count
 	{"CountingStore_OneCommitPerWrite", testCountingStoreOneCommitPerWrite},
 	{"Handles_SeeEachOthersCommits", testHandlesSeeEachOthersCommits},
+	// the event stream: eventTests (events.go), appended by its init
 }
 
 // ---- helpers
@@ -243,13 +244,29 @@ func (e *env) runningWithWatermark(t *testing.T, mods ...func(*store.InsertParam
 // same instant.
 func (e *env) expire(t *testing.T, owner string, want int) {
 	t.Helper()
-	n, err := e.s.InvocationRenewLeases(e.ctx, owner, time.Microsecond)
+	n, err := e.s.InvocationRenewLeases(e.ctx, owner, e.leasedBy(t, owner), time.Microsecond)
 	if err != nil {
 		t.Fatalf("InvocationRenewLeases: %v", err)
 	}
 	if n != want {
 		t.Fatalf("InvocationRenewLeases(%s) = %d, want %d", owner, n, want)
 	}
+}
+
+// leasedBy lists the ids of the rows whose lease owner is owner.
+func (e *env) leasedBy(t *testing.T, owner string) []int64 {
+	t.Helper()
+	rows, err := e.s.InvocationList(e.ctx, store.InvocationFilter{})
+	if err != nil {
+		t.Fatalf("InvocationList: %v", err)
+	}
+	var ids []int64
+	for _, r := range rows {
+		if r.LeaseOwner == owner {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 // eventually polls cond until it holds or pollTimeout passes.
@@ -1078,11 +1095,19 @@ func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
 	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), nil))
 	done := e.insert(t, running("a", 30*time.Second))
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
+	// a3 is the owner's too, but not among the calls it executes: not renewed.
+	a3 := e.insert(t, running("a", 30*time.Second))
 
-	n, err := e.s.InvocationRenewLeases(e.ctx, "a", longLease)
+	n, err := e.s.InvocationRenewLeases(e.ctx, "a", []int64{a1.ID, a2.ID, b.ID, susp.ID, done.ID}, longLease)
 	noErr(t, "renew", err)
 	if n != 2 {
 		t.Fatalf("renewed %d rows, want 2", n)
+	}
+	if got := e.get(t, a3.ID); !got.LeaseExpiresAt.Equal(*a3.LeaseExpiresAt) {
+		t.Fatalf("a row not named was renewed: %v -> %v", a3.LeaseExpiresAt, got.LeaseExpiresAt)
+	}
+	if n, err := e.s.InvocationRenewLeases(e.ctx, "a", nil, longLease); err != nil || n != 0 {
+		t.Fatalf("renew of no ids: %d, %v", n, err)
 	}
 	for _, inv := range []*store.Invocation{a1, a2} {
 		got := e.get(t, inv.ID)
@@ -1099,7 +1124,7 @@ func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
 	if got := e.get(t, done.ID); got.LeaseExpiresAt != nil {
 		t.Fatalf("settled row got a lease: %v", got.LeaseExpiresAt)
 	}
-	if n, err := e.s.InvocationRenewLeases(e.ctx, "nobody", longLease); err != nil || n != 0 {
+	if n, err := e.s.InvocationRenewLeases(e.ctx, "nobody", []int64{a1.ID, b.ID}, longLease); err != nil || n != 0 {
 		t.Fatalf("renew for an owner without rows: %d, %v", n, err)
 	}
 }
@@ -1107,11 +1132,11 @@ func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
 func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
 	inv := e.insert(t, running("w", 50*time.Millisecond))
 	eventually(t, "the lease to expire", func() bool {
-		n, err := e.s.InvocationRenewLeases(e.ctx, "w", time.Microsecond)
+		n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, time.Microsecond)
 		noErr(t, "renew", err)
 		return n == 0
 	})
-	n, err := e.s.InvocationRenewLeases(e.ctx, "w", longLease)
+	n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, longLease)
 	noErr(t, "renew", err)
 	if n != 0 {
 		t.Fatalf("an expired lease was revived")
@@ -1120,9 +1145,9 @@ func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
 }
 
 func testRenewInvalid(t *testing.T, e *env) {
-	_, err := e.s.InvocationRenewLeases(e.ctx, "", time.Minute)
+	_, err := e.s.InvocationRenewLeases(e.ctx, "", []int64{1}, time.Minute)
 	wantErr(t, "renew without owner", err, store.ErrInvalid)
-	_, err = e.s.InvocationRenewLeases(e.ctx, "w", 0)
+	_, err = e.s.InvocationRenewLeases(e.ctx, "w", []int64{1}, 0)
 	wantErr(t, "renew without lease", err, store.ErrInvalid)
 }
 
@@ -1141,7 +1166,7 @@ func testSuspendStaysRunningReleasesLease(t *testing.T, e *env) {
 	wantErr(t, "mark while suspended", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"), store.ErrLeaseLost)
 	wantErr(t, "settle while suspended", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)), store.ErrLeaseLost)
 	wantErr(t, "suspend again with another token", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-2", nil), store.ErrLeaseLost)
-	if n, err := e.s.InvocationRenewLeases(e.ctx, "w", longLease); err != nil || n != 0 {
+	if n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, longLease); err != nil || n != 0 {
 		t.Fatalf("renew of a suspended row: %d, %v", n, err)
 	}
 	if _, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w2", longLease); !errors.Is(err, store.ErrConflict) {
@@ -1471,7 +1496,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}))
 	claimed, err := c.InvocationClaimIfPending(e.ctx, held.ID, "w2", longLease)
 	noErr(t, "claim", err)
-	_, err = c.InvocationRenewLeases(e.ctx, "w2", longLease)
+	_, err = c.InvocationRenewLeases(e.ctx, "w2", []int64{claimed.ID}, longLease)
 	noErr(t, "renew", err)
 	noErr(t, "mark", c.InvocationMarkEffectSentIfLeased(e.ctx, claimed.Fence(), "tok"))
 	noErr(t, "settle", c.InvocationSettleIfLeased(e.ctx, claimed.Fence(), settled(store.StatusSucceeded, `{}`)))
@@ -1494,6 +1519,8 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	_, err = c.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: "x", Change: "added"})
 	noErr(t, "catalog", err)
 	noErr(t, "session mode", c.SessionModeSet(e.ctx, "tenant-a", "s1", "plan"))
+	_, err = c.EventAppend(e.ctx, store.Event{Kind: store.EventDeviceConnected, Server: "laptop"})
+	noErr(t, "event", err)
 	reads := []func() error{
 		func() error { _, err := c.InvocationList(e.ctx, store.InvocationFilter{}); return err },
 		func() error { _, err := c.SessionModeGet(e.ctx, "s1"); return err },
@@ -1504,6 +1531,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },
 		func() error { _, err := c.AuditList(e.ctx, "", 0, 0); return err },
 		func() error { _, err := c.CatalogHistoryList(e.ctx, ""); return err },
+		func() error { _, err := c.EventList(e.ctx, store.EventFilter{}); return err },
 	}
 	for _, read := range reads {
 		noErr(t, "read", read())

@@ -1,0 +1,95 @@
+package toolruncli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgen/toolgen/internal/events"
+)
+
+// runEvents is toolrun events: it follows the event stream of a `toolrun serve --http`
+// (GET /events) and prints one line per event, or one JSON object per line with
+// --json. After a dropped connection it reconnects from the last id it printed, so it
+// prints every event once. --once exits when it has caught up instead of following.
+func runEvents(e *env, cmd string, args []string) int {
+	fs := flag.NewFlagSet("toolrun "+cmd, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	url := fs.String("url", "", "the server's URL (toolrun serve --http ADDR), e.g. http://127.0.0.1:8080")
+	session := fs.String("session", "", "only this session's events")
+	run := fs.String("run", "", "only this run's events")
+	tenant := fs.String("tenant", "", "only this tenant's events (a filter, not authentication)")
+	after := fs.String("after", "0", "print the events after this id (0: from the start)")
+	once := fs.Bool("once", false, "exit when caught up instead of following")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return usageErr(e, cmd, "takes no arguments besides flags")
+	}
+	if *url == "" {
+		return usageErr(e, cmd, "want --url http://ADDR of toolrun serve --http")
+	}
+	opts := []events.FollowOption{events.OnRetry(func(err error, wait time.Duration) {
+		fmt.Fprintf(e.stderr, "toolrun events: %v; reconnecting in %s\n", err, wait)
+	})}
+	if *once {
+		// a script waits for the answer: a server that is not there is an error
+		opts = append(opts, events.Once(), events.MaxRetries(5))
+	}
+	enc := json.NewEncoder(e.stdout)
+	err := events.Follow(e.ctx, *url, events.Filter{Tenant: *tenant, SessionID: *session, RunID: *run}, *after,
+		func(ev events.Event) error {
+			if *asJSON {
+				return enc.Encode(ev)
+			}
+			_, err := io.WriteString(e.stdout, eventLine(ev)+"\n")
+			return err
+		}, opts...)
+	switch {
+	case errors.Is(err, events.ErrRefused):
+		fmt.Fprintf(e.stderr, "toolrun events: %v\n", err)
+		return ExitTrouble
+	case err != nil && e.ctx.Err() == nil:
+		return fail(e, cmd, err)
+	}
+	return ExitOK
+}
+
+// eventLine is an event on one line: its id and kind, then key=value for each field
+// that is set, in a fixed order.
+func eventLine(ev events.Event) string {
+	var b strings.Builder
+	b.WriteString(ev.ID + " " + ev.Kind)
+	field := func(k, v string) {
+		if v != "" && v != "0" {
+			b.WriteString(" " + k + "=" + v)
+		}
+	}
+	field("invocation", strconv.FormatInt(ev.InvocationID, 10))
+	field("tool", ev.Tool)
+	field("status", ev.Status)
+	field("reason", ev.ReasonCode)
+	field("tenant", ev.Tenant)
+	field("session", ev.SessionID)
+	field("run", ev.RunID)
+	field("step", strconv.Itoa(ev.Step))
+	field("call", ev.CallID)
+	field("mode", ev.Mode)
+	field("decision", ev.Decision)
+	field("idempotency", ev.Idempotency)
+	field("origin_trust", ev.OriginTrust)
+	field("argument_trust", ev.ArgumentTrust)
+	field("attempt", strconv.Itoa(ev.Attempt))
+	field("server", ev.Server)
+	field("change", ev.Change)
+	if ev.DurationUS != nil {
+		field("duration", (time.Duration(*ev.DurationUS) * time.Microsecond).String())
+	}
+	field("at", ev.At.UTC().Format(time.RFC3339Nano))
+	return b.String()
+}
