@@ -28,6 +28,7 @@ type follow struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	idle       time.Duration
+	token      string
 }
 
 // Once makes Follow return nil once it has received every event the server could read
@@ -36,6 +37,10 @@ func Once() FollowOption { return func(f *follow) { f.once = true } }
 
 // WithClient makes Follow use c (default: a client without a timeout; the stream is long).
 func WithClient(c *http.Client) FollowOption { return func(f *follow) { f.client = c } }
+
+// BearerToken authenticates every request with token (a server with principals.yaml
+// serves each caller its own tenant's events only).
+func BearerToken(token string) FollowOption { return func(f *follow) { f.token = token } }
 
 // OnRetry is called before each reconnection with the reason and the wait.
 func OnRetry(fn func(err error, wait time.Duration)) FollowOption {
@@ -140,6 +145,9 @@ func (o *follow) connect(ctx context.Context, u string, lastID *string, fn func(
 		return 0, false, stopError{err}
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.token)
+	}
 	if *lastID != "" {
 		req.Header.Set("Last-Event-ID", *lastID)
 	}

@@ -39,6 +39,11 @@ type Options struct {
 	// stream far behind catches up in pages of Limit, each written before the next read.
 	Limit  int
 	Logger *slog.Logger
+	// TenantOf, when set, is the tenant of a request's verified caller (ID-2): the
+	// stream holds only that tenant's events, and a tenant parameter naming another
+	// tenant is a 403. A request it cannot place (ok false) is a 401. Without it the
+	// tenant parameter is a plain filter (an operator's loopback server).
+	TenantOf func(r *http.Request) (tenant string, ok bool)
 }
 
 // Handler serves the event stream (GET): query parameters session, run and tenant
@@ -113,6 +118,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	if h.o.TenantOf != nil {
+		tenant, ok := h.o.TenantOf(r)
+		switch {
+		case !ok:
+			http.Error(w, "events: the request names no verified caller", http.StatusUnauthorized)
+			return
+		case f.Tenant != "" && f.Tenant != tenant:
+			http.Error(w, "events: another tenant's events", http.StatusForbidden)
+			return
+		}
+		f.Tenant = tenant
 	}
 	f.Limit = h.o.Limit
 	ctx := r.Context()

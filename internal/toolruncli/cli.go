@@ -49,6 +49,7 @@ Usage:
 	toolrun catalog [--force-epoch SERVER]
 	toolrun device --gateway URL --id ID --token-file F -- CMD [ARGS...]
 	toolrun events --url http://ADDR [--session S] [--run R] [--tenant T] [--after ID] [--once] [--json]
+	               [--token-file F]
 
 Flags every command takes:
 	--dir DIR        spec root: tools/, servers/, protocols/, policy.yaml (default ".")

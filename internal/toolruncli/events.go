@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,8 @@ func runEvents(e *env, cmd string, args []string) int {
 	url := fs.String("url", "", "the server's URL (toolrun serve --http ADDR), e.g. http://127.0.0.1:8080")
 	session := fs.String("session", "", "only this session's events")
 	run := fs.String("run", "", "only this run's events")
-	tenant := fs.String("tenant", "", "only this tenant's events (a filter, not authentication)")
+	tenant := fs.String("tenant", "", "only this tenant's events (a filter; with a token, the token's tenant is the only one)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token (a server with principals.yaml requires one)")
 	after := fs.String("after", "0", "print the events after this id (0: from the start)")
 	once := fs.Bool("once", false, "exit when caught up instead of following")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
@@ -37,6 +39,13 @@ func runEvents(e *env, cmd string, args []string) int {
 	opts := []events.FollowOption{events.OnRetry(func(err error, wait time.Duration) {
 		fmt.Fprintf(e.stderr, "toolrun events: %v; reconnecting in %s\n", err, wait)
 	})}
+	if *tokenFile != "" {
+		raw, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fail(e, cmd, err)
+		}
+		opts = append(opts, events.BearerToken(strings.TrimSpace(string(raw))))
+	}
 	if *once {
 		// a script waits for the answer: a server that is not there is an error
 		opts = append(opts, events.Once(), events.MaxRetries(5))

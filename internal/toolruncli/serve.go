@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/toolgen/toolgen/internal/events"
 	"github.com/toolgen/toolgen/internal/host"
 	"github.com/toolgen/toolgen/internal/identity"
@@ -102,12 +104,19 @@ func runServe(e *env, cmd string, args []string) int {
 		mux.Handle("GET "+MetadataPath+MCPPath, authn.metadata())
 	}
 	// The event stream reads the store, so it carries the events of every process on it.
-	evs, err := events.NewHandler(events.Options{Store: h.Store, Logger: log.With("component", "events")})
+	eopts := events.Options{Store: h.Store, Logger: log.With("component", "events")}
+	if authn != nil {
+		eopts.TenantOf = func(r *http.Request) (string, bool) {
+			p, ok := identity.PrincipalFrom(auth.TokenInfoFromContext(r.Context()))
+			return p.Tenant, ok
+		}
+	}
+	evs, err := events.NewHandler(eopts)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer evs.Close()
-	mux.Handle("GET "+events.Path, evs)
+	mux.Handle("GET "+events.Path, authn.protect(evs))
 	gw, err := device.NewGateway(device.Options{Devices: h.Tree.Devices, Registry: h.Registry, Store: h.Store,
 		Tenant: c.tenant, Logger: log.With("component", "devices")})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +206,20 @@ func TestDeviceConnectsAndServes(t *testing.T) {
 	if got := r.audit(device.AuditConnected); len(got) != 1 || got[0].Tool != "device.lab" {
 		t.Fatalf("device_connected entries: %+v", got)
 	}
+	evs, err := r.store.EventList(r.ctx, store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		if e.Server == "lab" {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	// the catalog's first records (catalog_drift, added), then the connection
+	if !slices.Equal(kinds, []string{store.EventCatalogDrift, store.EventCatalogDrift, store.EventDeviceConnected}) {
+		t.Fatalf("device events %v", kinds)
+	}
 }
 
 // TestDeviceRefusals: an unknown id, a wrong token, a token of another device, a second
@@ -312,6 +327,18 @@ func TestDeviceLoss(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); len(r.audit(device.AuditDisconnected)) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("device_disconnected entries: %+v", r.audit(device.AuditDisconnected))
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		evs, err := r.store.EventList(r.ctx, store.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == store.EventDeviceDisconnected && e.Server == "lab" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no device_disconnected event")
 		}
 	}
 

@@ -51,7 +51,8 @@
 //     sessions that pinned them, changes are recorded as drift.
 //
 // Audit kinds: device_connected, device_disconnected, device_refused (detail: reason,
-// remote address, the claimed id bounded to 64 bytes).
+// remote address, the claimed id bounded to 64 bytes). The event stream gets
+// device_connected and device_disconnected events (the device id, nothing it said).
 //
 // device imports mcp/upstream, runtime, runtime/store (the interface) and spec. It must
 // never import a store driver, the MCP server package, cmd or codegen.

@@ -211,6 +211,7 @@ func (g *Gateway) connect(ctx context.Context, d *spec.Device, t mcp.Transport, 
 		return errors.New("the gateway is closed")
 	}
 	g.audit(ctx, AuditConnected, d.DeviceID, map[string]any{"remote_addr": remote, "protocol": up.ProtocolVersion(), "tools": up.ToolNames()})
+	g.event(ctx, store.EventDeviceConnected, d.DeviceID)
 	g.log.Info("device connected", "device_id", d.DeviceID, "remote_addr", remote, "tools", len(up.ToolNames()))
 	return nil
 }
@@ -259,6 +260,7 @@ func (g *Gateway) lost(id string, err error) {
 	}
 	ctx := context.Background()
 	g.audit(ctx, AuditDisconnected, id, map[string]any{"error": bound(fmt.Sprint(err))})
+	g.event(ctx, store.EventDeviceDisconnected, id)
 	g.log.Warn("device disconnected; its tools answer device_offline until it dials again", "device_id", id)
 }
 
@@ -386,6 +388,16 @@ func (g *Gateway) audit(ctx context.Context, kind, id string, detail map[string]
 	}
 	if _, err := g.opts.Store.AuditAppend(context.WithoutCancel(ctx), store.AuditEntry{Tenant: g.opts.Tenant, Kind: kind, Tool: tool, Detail: b}); err != nil {
 		g.log.Error("device audit entry not written", "kind", kind, "error", err)
+	}
+}
+
+// event appends a device event to the stream (EV-1): the device and its tool namespace,
+// nothing the device said.
+func (g *Gateway) event(ctx context.Context, kind, id string) {
+	if _, err := g.opts.Store.EventAppend(context.WithoutCancel(ctx), store.Event{
+		Kind: kind, Tenant: g.opts.Tenant, Server: id, Tool: upstream.DeviceDomain + "." + id,
+	}); err != nil {
+		g.log.Error("device event not written", "kind", kind, "error", err)
 	}
 }
 
