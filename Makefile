@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 60s
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz soak node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz soak chaos node-deps demo
 
 all: test
 
@@ -51,9 +51,10 @@ stale:
 	$(GO) run ./cmd/toolgen generate -check .
 	cd runtime && $(GO) run ./internal/reasongen -check
 
-# The crash tests of runtime/crashtest (real worker processes SIGKILLed while they share
-# one database) and the short kill soak (50 SIGKILLs per store at random instants) take
-# about a minute, so they run with the unit tests.
+# The short versions of the reliability suites run with the unit tests: the crash tests
+# and a 50-kill soak (runtime/crashtest), store fault injection at every write point and
+# a 5 % fault rate (runtime/faulttest), and one PostgreSQL restart under four workers
+# (runtime/chaostest, on a throwaway cluster). Their long versions: make soak, make chaos.
 unit:
 	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 
@@ -74,9 +75,25 @@ fuzz:
 
 ## soak: the kill soak (runtime/crashtest TestCrashSoak): SOAK_KILLS SIGKILLs per store at
 ## random instants over every window x idempotency class, on SQLite and (with
-## TOOLGEN_PG_DSN) PostgreSQL; the tables go to SOAK_OUT. About 2-4 minutes on 2 CPUs.
-SOAK_KILLS ?= 1000
-SOAK_OUT   ?= soak-results.md
+## TOOLGEN_PG_DSN) PostgreSQL, about 2-4 minutes on 2 CPUs; then FAULT_CALLS calls with 5 %
+## of store writes failing in every way (runtime/faulttest), about 13 minutes. The tables
+## go to SOAK_OUT and FAULT_OUT.
+SOAK_KILLS  ?= 1000
+SOAK_OUT    ?= soak-results.md
+FAULT_CALLS ?= 10000
+FAULT_OUT   ?= faulttest-results.md
 soak:
 	CRASHTEST_SOAK_KILLS=$(SOAK_KILLS) CRASHTEST_SOAK_OUT=$(abspath $(SOAK_OUT)) \
 		$(GO) test -count=1 -timeout 60m -run '^TestCrashSoak$$' -v ./runtime/crashtest/
+	FAULTTEST_CALLS=$(FAULT_CALLS) FAULTTEST_OUT=$(abspath $(FAULT_OUT)) \
+		$(GO) test -count=1 -timeout 60m -run TestFaultRate -v ./runtime/faulttest/
+
+## chaos: the PostgreSQL chaos (runtime/chaostest TestPostgresChaos): CHAOS_CALLS calls by
+## four worker processes on a throwaway cluster (initdb in a temporary directory, its own
+## port) stopped for 0-2 s every 5-20 s; the tables go to CHAOS_OUT. Needs initdb and
+## postgres (as root: a postgres user). About 3 minutes on 2 CPUs.
+CHAOS_CALLS ?= 5000
+CHAOS_OUT   ?= chaos-results.md
+chaos:
+	CHAOSTEST_CALLS=$(CHAOS_CALLS) CHAOSTEST_OUT=$(abspath $(CHAOS_OUT)) \
+		$(GO) test -count=1 -timeout 60m -run '^TestPostgresChaos$$' -v ./runtime/chaostest/
