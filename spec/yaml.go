@@ -442,6 +442,9 @@ func (m *mapping) oneOf(key, rule string, allowed ...string) (string, bool) {
 }
 
 // closest suggests the known key nearest to s, if it is near enough to be a typo.
+// Closest suggests the name of known nearest to s when s looks like a typo of it, or "".
+func Closest(s string, known []string) string { return closest(s, known) }
+
 func closest(s string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {

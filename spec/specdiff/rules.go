@@ -125,7 +125,7 @@ func CheckAcknowledgements(t *spec.Tree) spec.Diagnostics {
 				msg = fmt.Sprintf("acknowledge cannot name %s: %s", a.Name, why)
 			} else {
 				msg = fmt.Sprintf("acknowledge names unknown rule %q", a.Name)
-				if s := closest(a.Name, AcknowledgeableRules()); s != "" {
+				if s := spec.Closest(a.Name, AcknowledgeableRules()); s != "" {
 					msg += fmt.Sprintf("; did you mean %s?", s)
 				} else {
 					msg += "; the rules a tool can acknowledge are " + strings.Join(AcknowledgeableRules(), ", ")
@@ -143,35 +143,4 @@ func displayPath(t *spec.Tree, rel string) string {
 		return path.Join(strings.ReplaceAll(t.Root, "\\", "/"), rel)
 	}
 	return rel
-}
-
-// closest suggests the name nearest to s, if it is near enough to be a typo.
-func closest(s string, names []string) string {
-	best, bestD := "", 4
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
