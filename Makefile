@@ -1,8 +1,8 @@
 # toolgen. `make test` is what CI runs (.ci/run); see README.md.
 GO       ?= go
-FUZZTIME ?= 60s
+FUZZTIME ?= 5m
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz soak chaos node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit bench fuzz fuzz-short soak chaos node-deps demo
 
 all: test
 
@@ -26,8 +26,8 @@ demo: generate
 check:
 	$(GO) run ./cmd/toolgen check .
 
-## test: vet, gofmt, stale gen/, unit tests and testscripts.
-test: vet fmt-check stale node-deps unit
+## test: vet, gofmt, stale gen/, unit tests and testscripts, then 10 s of every fuzz target.
+test: vet fmt-check stale node-deps unit fuzz-short
 
 ## node-deps: the real MCP peers the tests talk to (a real server and a real client,
 ## pinned in .tooldeps/package-lock.json), installed from the npm registry once. Without
@@ -66,12 +66,14 @@ bench:
 	$(GO) test -run XXX -bench 'BenchmarkPostgresCalls|BenchmarkSQLiteCalls' -benchtime 1x -timeout 30m ./runtime/bench/
 	$(GO) test -run XXX -bench BenchmarkServeOverhead -benchtime 1x -v ./mcp/bench/
 
-## fuzz: fuzz the spec loader, the schema fast path and MCP name normalization.
+## fuzz: every fuzz target of the repository (scripts/fuzz.sh lists them, and refuses to
+## run when the list and the tree differ) for FUZZTIME each, one after the other; make test
+## runs the same for 10s each. Findings become files in testdata/fuzz/ (commit them).
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./spec/
-	$(GO) test -run XXX -fuzz 'FuzzValid$$' -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
-	$(GO) test -run XXX -fuzz FuzzValidSchema -fuzztime $(FUZZTIME) ./runtime/internal/fastschema/
-	$(GO) test -run XXX -fuzz FuzzNormalizeName -fuzztime $(FUZZTIME) ./mcp/upstream/
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+fuzz-short:
+	FUZZTIME=10s bash scripts/fuzz.sh
 
 ## soak: the kill soak (runtime/crashtest TestCrashSoak): SOAK_KILLS SIGKILLs per store at
 ## random instants over every window x idempotency class, on SQLite and (with

@@ -87,18 +87,24 @@ func runeStartBefore(text string, n int) int {
 	return n
 }
 
-// runeStartAfter returns the smallest i >= n that does not split a UTF-8 sequence in text.
-// In invalid UTF-8 it moves at most utf8.UTFMax-1 bytes and otherwise cuts at n.
+// runeStartAfter returns the smallest i >= n that does not split a UTF-8 sequence in text:
+// n itself, unless a valid sequence starting before n covers it, and then the end of
+// that sequence. (Looking only for the next rune-start byte is not enough in invalid
+// UTF-8: after a valid sequence, stray continuation bytes may follow, and cutting at n
+// would then split the sequence.)
 func runeStartAfter(text string, n int) int {
 	if n <= 0 {
 		return 0
 	}
-	for i := n; i < n+utf8.UTFMax; i++ {
-		if i >= len(text) {
-			return len(text)
-		}
+	if n >= len(text) {
+		return len(text)
+	}
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(text[i]) {
-			return i
+			if _, size := utf8.DecodeRuneInString(text[i:]); i+size > n && i < n {
+				return i + size
+			}
+			return n
 		}
 	}
 	return n

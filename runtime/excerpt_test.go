@@ -132,11 +132,20 @@ func FuzzExcerpt(f *testing.F) {
 	f.Add("\xff\xfe\xfd abc \x80", 3)
 	f.Add("", 0)
 	f.Add("", -5)
+	f.Add(strings.Repeat("\xe6\x97\xa5\x80\x80\x80\x80", 20), 30)
+	f.Add("\xf0\x9f\x98"+strings.Repeat("\xf0\x9f\x98\x80", 40), 45)
+	f.Add(strings.Repeat("a\u0301", 60), 50)
+	f.Add("\n[... 3 bytes elided; full output in artifact ...]\n"+strings.Repeat("b", 80), 60)
+	f.Add(strings.Repeat("\n[...]\n", 30), 20)
 	f.Fuzz(func(t *testing.T, text string, max int) {
 		if max > 1<<20 || max < -10 {
 			return
 		}
 		checkExcerpt(t, text, max)
+		// Never a cut inside a UTF-8 sequence, whether or not the rest is valid.
+		if out, elided := Excerpt(text, max); elided {
+			checkExcerptCuts(t, text, out)
+		}
 	})
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
-// FuzzLoad feeds arbitrary bytes to the loader as a spec file of one kind (kind%4:
-// tool, server, protocol, policy), on its own and inside a spec tree with valid
+// FuzzLoad feeds arbitrary bytes to the loader as a spec file of one kind (one of
+// FileKinds, chosen by kind modulo their number), on its own and inside a spec tree with valid
 // companion files (which runs the cross-file checks and CEL). SPEC-6: no input makes
 // the loader panic, and every finding is one an editor can jump to.
 //
@@ -26,11 +26,10 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
 		k := FileKinds[int(kind)%len(FileKinds)]
 		rel := specRel(k, data)
-		lines := editorLines(data)
 
 		// The per-file loader.
 		ok, diags := loadSpecFile(k, rel, data)
-		checkFuzzDiags(t, "Load "+k, diags, map[string]int{rel: lines})
+		checkFuzzDiags(t, "Load "+k, diags, map[string][]int{rel: editorLineLengths(data)})
 		if !ok && len(diags) == 0 {
 			t.Errorf("Load %s returned no %s and no diagnostic", k, k)
 		}
@@ -38,9 +37,9 @@ func FuzzLoad(f *testing.F) {
 		// The whole tree, with the fuzzed file among valid ones.
 		fsys := fuzzCompanions()
 		fsys[rel] = &fstest.MapFile{Data: data}
-		files := map[string]int{}
+		files := map[string][]int{}
 		for name, f := range fsys {
-			files[name] = editorLines(f.Data)
+			files[name] = editorLineLengths(f.Data)
 		}
 		tree, treeDiags, err := LoadFS(fsys, "")
 		if err != nil {
@@ -67,21 +66,33 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// editorLines is the number of lines an editor shows for data: lines end in \n, \r\n
-// or \r (as in LSP).
-func editorLines(data []byte) int {
-	n := 1
+// editorLineLengths is the byte length of each line an editor shows for data, without
+// its end: lines end in \n, \r\n or \r (as in LSP). A file has at least one line.
+func editorLineLengths(data []byte) []int {
+	var lens []int
+	start := 0
 	for i, c := range data {
 		if c == '\n' || c == '\r' && (i+1 == len(data) || data[i+1] != '\n') {
-			n++
+			end := i
+			if c == '\n' && i > start && data[i-1] == '\r' {
+				end--
+			}
+			lens = append(lens, end-start)
+			start = i + 1
 		}
 	}
-	return n
+	return append(lens, len(data)-start)
 }
 
-// checkFuzzDiags checks that every diagnostic names one of the files (with its number
-// of lines) at a position inside it, with a message and a rule.
-func checkFuzzDiags(t *testing.T, what string, diags Diagnostics, files map[string]int) {
+// checkFuzzDiags checks that every diagnostic names one of the files (given as the byte
+// length of each of its lines) at a position inside it, with a message and a rule. A
+// column may point just past the end of its line (where an editor puts "expected
+// more"), never further: columns count characters, and a line has at most as many
+// characters as bytes, so the byte length bounds a column in any unit. The one
+// position past the last line that is accepted is its start, line+1:1, where the YAML
+// parser reports an unexpected end of a file that does not end in a line break ("a: [");
+// editors show it on the last line.
+func checkFuzzDiags(t *testing.T, what string, diags Diagnostics, files map[string][]int) {
 	t.Helper()
 	for _, d := range diags {
 		lines, known := files[d.Path]
@@ -90,11 +101,17 @@ func checkFuzzDiags(t *testing.T, what string, diags Diagnostics, files map[stri
 			t.Errorf("%s: diagnostic names unknown file %q: %v", what, d.Path, d)
 		case d.Pos.Line < 1 || d.Pos.Col < 1:
 			t.Errorf("%s: diagnostic at %d:%d, want line and column >= 1: %v", what, d.Pos.Line, d.Pos.Col, d)
-		case d.Pos.Line > lines+1:
-			t.Errorf("%s: diagnostic at line %d of a %d-line file: %v", what, d.Pos.Line, lines, d)
-		case strings.TrimSpace(d.Message) == "":
+		case d.Pos.Line == len(lines)+1 && d.Pos.Col == 1:
+			// The end of a file without a final line break (see above).
+		case d.Pos.Line > len(lines):
+			t.Errorf("%s: diagnostic at line %d of a %d-line file: %v", what, d.Pos.Line, len(lines), d)
+		case d.Pos.Col > lines[d.Pos.Line-1]+1:
+			t.Errorf("%s: diagnostic at column %d of line %d, which has %d bytes: %v", what, d.Pos.Col, d.Pos.Line, lines[d.Pos.Line-1], d)
+		}
+		if strings.TrimSpace(d.Message) == "" {
 			t.Errorf("%s: diagnostic without a message: %v", what, d)
-		case d.Rule == "":
+		}
+		if d.Rule == "" {
 			t.Errorf("%s: diagnostic without a rule: %v", what, d)
 		}
 	}
@@ -113,6 +130,18 @@ func fuzzCompanions() fstest.MapFS {
 }
 
 var fuzzCompanionFiles = map[string]string{
+	"principals.yaml": `tokens:
+  - id: ci-bot
+    tenant: acme
+    scopes: [demo.write]
+    token_sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+local:
+  - {id: ana, tenant: acme, scopes: [demo.write]}
+issuers:
+  - issuer: https://login.example.com
+    audience: toolgen
+    jwks_url: https://login.example.com/jwks.json
+`,
 	"tools/demo.echo.yaml": `name: demo.echo
 version: 1
 description: Echo text back.
@@ -159,11 +188,17 @@ configured_by: tenant
 transport:
   http: {url: "https://x.example.org/mcp"}
 `,
+	"devices/lab.yaml": `device_id: lab
+description: A lab machine serving its own tools.
+token_sha256: f4e1e1a5b0d1d4c2c3a0a5b5e4f1c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3
+classification: {side_effect: read, risk: low, idempotency: idempotent, required_scopes: [device.lab]}
+allow_tools: [search_notes]
+`,
 	"protocols/demo_flow.yaml": `name: demo_flow
 initial_mode: work
 modes:
   work: {tools: [demo.echo, mcp.demo.*, demo.peek]}
-  check: {tools: [mcp.demo.search, demo.peek, mcp.tenant_one.*]}
+  check: {tools: [mcp.demo.search, demo.peek, mcp.tenant_one.*, device.lab.*]}
 exclusive_tools: [demo.echo]
 `,
 	"policy.yaml": `egress:
@@ -202,6 +237,8 @@ func kindOfSpecPath(p string) string {
 	switch {
 	case base == PolicyFile:
 		return "policy"
+	case base == PrincipalsFile:
+		return "principals"
 	case !strings.HasSuffix(base, ".yaml"):
 		return ""
 	case dir == ToolsDir:
@@ -210,6 +247,8 @@ func kindOfSpecPath(p string) string {
 		return "server"
 	case dir == ProtocolsDir:
 		return "protocol"
+	case dir == DevicesDir:
+		return "device"
 	}
 	return ""
 }
@@ -390,8 +429,18 @@ func TestFuzzCompanionsLoadClean(t *testing.T) {
 	if len(diags) != 0 {
 		t.Errorf("the fuzz companion files have findings:\n%s", diagsText(diags))
 	}
-	if len(tree.Tools) != 2 || len(tree.Servers) != 2 || len(tree.Protocols) != 1 || tree.Policy == nil {
-		t.Errorf("tree has %d tools, %d servers, %d protocols, policy %v", len(tree.Tools), len(tree.Servers), len(tree.Protocols), tree.Policy != nil)
+	if len(tree.Tools) != 2 || len(tree.Servers) != 2 || len(tree.Protocols) != 1 || len(tree.Devices) != 1 || tree.Policy == nil {
+		t.Errorf("tree has %d tools, %d servers, %d protocols, %d devices, policy %v", len(tree.Tools), len(tree.Servers), len(tree.Protocols), len(tree.Devices), tree.Policy != nil)
+	}
+	// Every file kind has a companion, so the fuzzed file meets every cross-file rule.
+	for _, k := range FileKinds {
+		found := false
+		for name := range fuzzCompanionFiles {
+			found = found || kindOfSpecPath(name) == k
+		}
+		if !found {
+			t.Errorf("no fuzz companion file of kind %s", k)
+		}
 	}
 	for name, data := range fuzzCompanionFiles {
 		if err := validateSpecYAML(t, kindOfSpecPath(name), []byte(data)); err != nil {
