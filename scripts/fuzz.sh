@@ -73,15 +73,11 @@ selected() {
 	return 1
 }
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-summary=()
-ran=0
-for t in "${TARGETS[@]}"; do
-	read -r pkg name <<<"$t"
-	selected "$name" || continue
-	ran=$((ran + 1))
-	echo "=== $pkg $name (fuzztime $FUZZTIME, parallel $FUZZPARALLEL)"
+# run_one PKG NAME fuzzes one target; it prints its status line, and the whole log when
+# it fails (exit 1).
+run_one() {
+	local pkg=$1 name=$2 log start rc secs last execs newi total line
+	log=$(mktemp)
 	start=$(date +%s)
 	set +e
 	go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME" -parallel "$FUZZPARALLEL" "$pkg" >"$log" 2>&1
@@ -95,11 +91,42 @@ for t in "${TARGETS[@]}"; do
 	line="$pkg $name: execs ${execs:-?}, new interesting ${newi:-?}, corpus ${total:-?}, ${secs}s"
 	if [ $rc -ne 0 ]; then
 		cat "$log"
+		rm -f "$log"
 		echo "FAIL $line"
-		exit 1
+		return 1
 	fi
+	rm -f "$log"
 	echo "ok   $line"
-	summary+=("$line")
+}
+
+# $FUZZJOBS (default 1) targets run at once, each in its own lane of targets run one
+# after the other; make fuzz runs two lanes on a 2-CPU machine (13 targets x 5 minutes
+# in about 35 minutes instead of 65).
+FUZZJOBS=${FUZZJOBS:-1}
+picked=()
+for t in "${TARGETS[@]}"; do
+	read -r pkg name <<<"$t"
+	selected "$name" && picked+=("$t")
 done
-echo "=== summary (fuzztime $FUZZTIME each, parallel $FUZZPARALLEL): $ran targets, 0 failures"
-printf '%s\n' "${summary[@]}"
+lanes=()
+for ((lane = 0; lane < FUZZJOBS; lane++)); do
+	(
+		status=0
+		for ((i = lane; i < ${#picked[@]}; i += FUZZJOBS)); do
+			read -r pkg name <<<"${picked[$i]}"
+			echo "=== $pkg $name (fuzztime $FUZZTIME, parallel $FUZZPARALLEL, lane $lane)"
+			run_one "$pkg" "$name" || { status=1; break; }
+		done
+		exit $status
+	) &
+	lanes+=($!)
+done
+failed=0
+for pid in "${lanes[@]}"; do
+	wait "$pid" || failed=1
+done
+if [ $failed -ne 0 ]; then
+	echo "=== fuzz: a target failed (see FAIL above)"
+	exit 1
+fi
+echo "=== summary (fuzztime $FUZZTIME each, parallel $FUZZPARALLEL, $FUZZJOBS lane(s)): ${#picked[@]} targets, 0 failures"
