@@ -258,6 +258,9 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 // stepResolve is step 1: the session's pinned catalog names the tool.
 func (p *Pipeline) stepResolve(c *call) (Outcome, bool) {
 	reg, reason := p.cfg.Registry.resolve(c.SessionID, c.Tool)
+	if reason == "" && !reg.spec.VisibleTo(c.Tenant) {
+		reason = ReasonUnknownTool // another tenant's server: as if it did not exist (ID-2)
+	}
 	if reason != "" {
 		return NewOutcome(reason, c.CallID), true
 	}

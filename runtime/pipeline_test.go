@@ -857,3 +857,22 @@ func onlyKey(t *testing.T, st store.Store) string {
 	}
 	return rows[0].Key
 }
+
+// TestExecute_TenantScopedTool (ID-2): a tenant-configured server's tool exists only for
+// its tenant: another tenant's call gets unknown_tool, as for a name never registered.
+func TestExecute_TenantScopedTool(t *testing.T) {
+	tool := newTestTool("mcp.tickets.open", runtime.SideEffectRead, runtime.Idempotent)
+	tool.spec.Tenant = "acme"
+	h := newHarness(t, runtime.Config{})
+	if err := h.reg.RegisterAdapter("mcp", tool); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.exec(h.call("mcp.tickets.open", "c1", `{}`)), runtime.OutcomeSucceeded, "")
+	other := h.call("mcp.tickets.open", "c2", `{}`)
+	other.Tenant, other.Principal = "globex", runtime.Principal{ID: "eve", Tenant: "globex", Scopes: []string{"all"}}
+	other.SessionID = "s-globex"
+	wantStatus(t, h.exec(other), runtime.OutcomeDenied, runtime.ReasonUnknownTool)
+	if tool.Spec().VisibleTo("globex") || !tool.Spec().VisibleTo("acme") {
+		t.Fatal("VisibleTo")
+	}
+}

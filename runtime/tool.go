@@ -107,7 +107,14 @@ type ToolSpec struct {
 	SchemaSHA256 string
 	// Source is the spec file the definition came from, relative to the spec root.
 	Source string
+	// Tenant, when set, is the only tenant whose calls may see and use the tool: a
+	// tenant-configured MCP server's tools (ID-2). A call of another tenant is answered
+	// as for a tool that does not exist (unknown_tool), and tools/list leaves it out.
+	Tenant string
 }
+
+// VisibleTo reports whether a call of tenant may see and use the tool.
+func (s *ToolSpec) VisibleTo(tenant string) bool { return s.Tenant == "" || s.Tenant == tenant }
 
 // Tool is the port every tool implements: builtins through their generated wrapper,
 // MCP, device and sandbox tools through their adapters. Only the pipeline calls Execute.

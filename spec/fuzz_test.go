@@ -185,6 +185,7 @@ classification: {side_effect: read, risk: low, idempotency: idempotent, required
 `,
 	"servers/tenant_one.yaml": `server_id: tenant_one
 configured_by: tenant
+tenant: acme
 transport:
   http: {url: "https://x.example.org/mcp"}
 `,
@@ -389,8 +390,8 @@ var trickySeeds = []struct{ kind, data string }{
 	{"protocol", "name: p\ninitial_mode: a\nmodes:\n  a: {tools: [demo.echo, mcp.demo.*, mcp.*.*, mcp..x, '*', mcp.nope.x, demo.echo.*]}\n  b: {tools: [demo.echo, mcp.demo.*]}\nexclusive_tools: [mcp.demo.*, demo.peek, mcp.demo.x]\n"},
 	{"tool", "name: demo.args\nversion: 1\ndescription: x\nside_effect: none\nrisk: low\nargs:\n  a_b: {type: string}\n  ab: {type: string}\n  type: {type: string}\n  func: {type: string, enum: [a-b, a_b, \"\", A B]}\nresult:\n  a_b: {type: object, properties: {c: {type: string}}}\n"},
 	{"tool", "name: demo.echo_args\nversion: 1\ndescription: x\nside_effect: none\nrisk: low\n"},
-	{"server", "server_id: tenant_two\nconfigured_by: tenant\ntransport: {http: {url: \"https://evil.example.com:99999/%zz\"}}\n"},
-	{"server", "server_id: s\nconfigured_by: tenant\ntransport: {http: {url: \"HTTPS://[::1]:80/\"}}\n"},
+	{"server", "server_id: tenant_two\nconfigured_by: tenant\ntenant: acme\ntransport: {http: {url: \"https://evil.example.com:99999/%zz\"}}\n"},
+	{"server", "server_id: s\nconfigured_by: tenant\ntenant: acme\ntransport: {http: {url: \"HTTPS://[::1]:80/\"}}\n"},
 	{"tool", "name: " + strings.Repeat("a", 70) + "." + strings.Repeat("b", 70) + "\n"},
 }
 

@@ -141,6 +141,9 @@ type Server struct {
 	File         string
 	ServerID     string
 	ConfiguredBy string // operator | tenant
+	// Tenant is the tenant a tenant-configured server belongs to: only its principals
+	// see and call the server's tools (ID-2). Empty for an operator's server.
+	Tenant string
 	HTTP         *HTTPTransport
 	Stdio        *StdioTransport
 	// Classification, with every missing field already set to its most restrictive value.

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-var serverKeys = []string{"server_id", "description", "configured_by", "transport", "classification", "resources", "prompts"}
+var serverKeys = []string{"server_id", "description", "configured_by", "tenant", "transport", "classification", "resources", "prompts"}
 
 // LoadServer parses and checks one servers/*.yaml classification (SPEC-7). The egress
 // allowlist check needs policy.yaml and is done by [Check].
@@ -40,6 +40,18 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 		r.errorf(posOf(root), "SPEC-7", "server classification is missing required key %q (operator or tenant)", "configured_by")
 	} else if v, ok := m.oneOf("configured_by", "SPEC-7", "operator", "tenant"); ok {
 		s.ConfiguredBy = v
+	}
+	if t, ok := m.str("tenant"); ok {
+		switch {
+		case s.ConfiguredBy == "operator":
+			r.errorf(m.at("tenant"), "SPEC-7", "an operator's server serves every tenant: tenant applies to configured_by: tenant only")
+		case !tenantName.MatchString(t):
+			r.errorf(m.at("tenant"), "SPEC-7", "tenant %q must match %s", t, tenantName)
+		default:
+			s.Tenant = t
+		}
+	} else if s.ConfiguredBy == "tenant" && !m.has("tenant") {
+		r.errorf(m.keyAt("configured_by"), "SPEC-7", "a tenant-configured server names its tenant (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
 	}
 	if v, ok := m.oneOf("resources", "SPEC-7", "expose", "hide"); ok {
 		s.Resources = v

@@ -173,7 +173,7 @@ func (h *Host) ConnectServers(ctx context.Context, stderr io.Writer, ids ...stri
 			continue
 		}
 		u, err := upstream.Connect(ctx, upstream.Options{Server: srv, Registry: h.Registry, Store: h.Store,
-			Egress: egress, Logger: h.Logger.With("server", srv.ServerID), Stderr: stderr})
+			Egress: egress, Tenant: srv.Tenant, Logger: h.Logger.With("server", srv.ServerID), Stderr: stderr})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server %s: %w", srv.ServerID, err))
 			continue

@@ -33,7 +33,7 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	tools, mode, err := s.visibleTools(ctx, session)
+	tools, mode, err := s.visibleTools(ctx, session, principal.Tenant)
 	if err != nil {
 		s.log.Error("mcp/server: tools/list: active mode", "session_id", session, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session's active mode could not be read"}
@@ -66,10 +66,10 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 }
 
 // visibleTools is the wire list of a session: pinned catalog ∩ active mode (WF-3).
-func (s *Server) visibleTools(ctx context.Context, session string) ([]*mcp.Tool, string, error) {
+func (s *Server) visibleTools(ctx context.Context, session, tenant string) ([]*mcp.Tool, string, error) {
 	var out []*mcp.Tool
 	var mode string
-	specs := s.opts.Registry.Tools(session)
+	specs := slices.DeleteFunc(s.opts.Registry.Tools(session), func(t *runtime.ToolSpec) bool { return !t.VisibleTo(tenant) })
 	perTool := s.opts.Modes != nil
 	if lister, ok := s.opts.Modes.(modeLister); ok {
 		// The session's mode is read once for the whole list, not once per tool.

@@ -124,7 +124,7 @@ func TestTenantRefusals(t *testing.T) {
 	t.Run("rebinding", func(t *testing.T) {
 		// The URL passes (allowlisted name); the name resolves to loopback at dial time.
 		rebind := &upstream.Egress{Allow: []string{"mcp.example.com"}, Resolver: fakeResolver{"127.0.0.1"}}
-		_, err := upstream.Connect(e.ctx, upstream.Options{Server: tenantServer("https://mcp.example.com/mcp"), Registry: e.reg, Store: e.store, Egress: rebind})
+		_, err := upstream.Connect(e.ctx, upstream.Options{Server: tenantServer("https://mcp.example.com/mcp"), Registry: e.reg, Store: e.store, Egress: rebind, Tenant: "acme"})
 		if !errors.Is(err, upstream.ErrEgressRefused) || !strings.Contains(err.Error(), "loopback") {
 			t.Fatalf("Connect to a name resolving to loopback = %v", err)
 		}

@@ -49,6 +49,7 @@ func (u *Upstream) resourceEntry() *entry {
 		SideEffect: runtime.SideEffectRead, Idempotency: runtime.Idempotent, Risk: risk, RequiredScopes: scopes,
 		OutputTrust: runtime.TrustExternalUntrusted, Timeout: u.opts.ToolTimeout, OutputMaxBytes: u.opts.OutputMaxBytes,
 		InputSchema: json.RawMessage(readResourceSchema), SchemaSHA256: hash, Source: u.opts.Server.File,
+		Tenant: u.tenantScope(),
 	}
 	return &entry{
 		name: name, hash: hash, fields: map[string]string{"definition": hash},

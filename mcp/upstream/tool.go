@@ -89,7 +89,17 @@ func (u *Upstream) toolSpec(name, description string, input, output json.RawMess
 		OutputTrust: runtime.TrustExternalUntrusted,
 		Timeout:     u.opts.ToolTimeout, OutputMaxBytes: u.opts.OutputMaxBytes,
 		InputSchema: input, OutputSchema: output, SchemaSHA256: hash, Source: u.opts.Server.File,
+		Tenant: u.tenantScope(),
 	}
+}
+
+// tenantScope is the tenant a tenant-configured server's tools belong to (ID-2); ""
+// (every tenant) for an operator's server.
+func (u *Upstream) tenantScope() string {
+	if u.opts.Server.ConfiguredBy == "tenant" {
+		return u.opts.Tenant
+	}
+	return ""
 }
 
 // remoteTool is one upstream tool as a runtime.Tool (MCP-8). Only the pipeline calls

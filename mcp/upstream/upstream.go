@@ -312,6 +312,9 @@ func checkOptions(o *Options) error {
 	if u, _ := url.Parse(s.HTTP.URL); u.Scheme != "https" {
 		return fmt.Errorf("upstream %s: %w: a tenant-configured server must use https, found %q", s.ServerID, ErrEgressRefused, s.HTTP.URL)
 	}
+	if o.Tenant == "" {
+		return fmt.Errorf("upstream %s: a tenant-configured server needs its tenant (Options.Tenant): only that tenant may see its tools", s.ServerID)
+	}
 	return nil
 }
 

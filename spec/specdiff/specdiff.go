@@ -537,6 +537,9 @@ func (d *differ) server(p, c *spec.Server) {
 	if p.ConfiguredBy != c.ConfiguredBy && !(p.ConfiguredBy == "operator" && c.ConfiguredBy == "tenant") {
 		other, keys = append(other, "configured_by "+p.ConfiguredBy+" -> "+c.ConfiguredBy), append(keys, "configured_by")
 	}
+	if p.Tenant != c.Tenant && p.ConfiguredBy == c.ConfiguredBy {
+		other, keys = append(other, "tenant "+p.Tenant+" -> "+c.Tenant), append(keys, "tenant")
+	}
 	if p.Resources != c.Resources {
 		other, keys = append(other, "resources "+p.Resources+" -> "+c.Resources), append(keys, "resources")
 	}
