@@ -144,8 +144,8 @@ type Server struct {
 	// Tenant is the tenant a tenant-configured server belongs to: only its principals
 	// see and call the server's tools (ID-2). Empty for an operator's server.
 	Tenant string
-	HTTP         *HTTPTransport
-	Stdio        *StdioTransport
+	HTTP   *HTTPTransport
+	Stdio  *StdioTransport
 	// Classification, with every missing field already set to its most restrictive value.
 	SideEffect     string
 	Risk           string
