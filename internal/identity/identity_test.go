@@ -9,8 +9,11 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -217,4 +220,35 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("accepted a token that does not verify: %q", token)
 		}
 	})
+}
+
+// TestVerifyWithJWKS: an issuer configured by jwks_url: its keys are fetched from the
+// URL (go-oidc's remote key set), and a token signed by another key is refused.
+func TestVerifyWithJWKS(t *testing.T) {
+	is := newIssuer(t)
+	jwks, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, Algorithm: string(jose.RS256), Use: "sig"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(jwks)
+	}))
+	defer srv.Close()
+	doc := "issuers:\n  - issuer: " + issuerURL + "\n    audience: " + audience + "\n    jwks_url: " + srv.URL + "/jwks\n"
+	p, diags := spec.LoadPrincipals("principals.yaml", "principals.yaml", []byte(doc))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	v, err := identity.New(context.Background(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := v.Verify(context.Background(), is.sign(t, valid()))
+	if err != nil || got.ID != "ana" || got.Claims["tenant"] != "acme" {
+		t.Fatalf("JWKS-verified token: %+v, %v", got, err)
+	}
+	if _, _, err := v.Verify(context.Background(), newIssuer(t).sign(t, valid())); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("a token of another key: %v", err)
+	}
 }
