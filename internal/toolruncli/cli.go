@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/internal/host"
+	"github.com/toolgen/toolgen/internal/identity"
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
@@ -59,6 +60,7 @@ Flags every command takes:
 	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise);
 	                 with DIR/principals.yaml it must be declared there, and its tenant is
 	                 the one whose work the command sees and acts on
+	--token-file F   a bearer token proving who acts, verified against principals.yaml
 	--tenant T       the principal's tenant without principals.yaml (default "default")
 	--scopes A,B     the principal's scopes (default: every scope the loaded tools require)
 	--log LEVEL      debug|info|warn|error, structured logs on stderr (default warn)
@@ -117,6 +119,10 @@ func init() {
 type common struct {
 	dir, db, workspace, principal, tenant, scopes, logLevel string
 	json                                                    bool
+	// tokenFile names a bearer token proving who acts (instead of --principal);
+	// verified is the principal it proved.
+	tokenFile string
+	verified  *runtime.Principal
 }
 
 func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
@@ -135,6 +141,7 @@ func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
 	fs.StringVar(&c.tenant, "tenant", "default", "the principal's tenant")
 	fs.StringVar(&c.scopes, "scopes", "", "comma-separated scopes (default: every scope the loaded tools require)")
 	fs.StringVar(&c.logLevel, "log", "warn", "log level: debug|info|warn|error")
+	fs.StringVar(&c.tokenFile, "token-file", "", "a bearer token proving who acts, verified against principals.yaml (instead of --principal)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
 	return fs, c
 }
@@ -193,6 +200,13 @@ func (c *common) principalFor(h *host.Host) (runtime.Principal, error) {
 			}
 		}
 	}
+	if c.verified != nil {
+		p := *c.verified
+		if narrow != nil {
+			p.Scopes = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return !slices.Contains(narrow, s) })
+		}
+		return p, nil
+	}
 	if file := h.Tree.Principals; file != nil {
 		sp := file.Principal(c.principal)
 		if sp == nil {
@@ -237,11 +251,15 @@ func (c *common) openStore(e *env) (store.Store, error) {
 	return host.OpenStore(e.ctx, c.dir, c.db)
 }
 
-// tenantFromPrincipals sets c.tenant to --principal's tenant in DIR/principals.yaml;
-// without the file it keeps --tenant.
+// tenantFromPrincipals sets c.tenant to --principal's tenant in DIR/principals.yaml, or
+// with --token-file to the tenant of the principal the token proves; without the file it
+// keeps --tenant (and a token cannot be verified).
 func (c *common) tenantFromPrincipals() error {
 	data, err := os.ReadFile(filepath.Join(c.dir, spec.PrincipalsFile))
 	if errors.Is(err, fs.ErrNotExist) {
+		if c.tokenFile != "" {
+			return fmt.Errorf("--token-file: there is no %s to verify it against", spec.PrincipalsFile)
+		}
 		return nil
 	}
 	if err != nil {
@@ -250,6 +268,22 @@ func (c *common) tenantFromPrincipals() error {
 	file, diags := spec.LoadPrincipals(spec.PrincipalsFile, filepath.Join(c.dir, spec.PrincipalsFile), data)
 	if len(diags) > 0 {
 		return errors.New(diags.Sorted()[0].String())
+	}
+	if c.tokenFile != "" {
+		raw, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return err
+		}
+		v, err := identity.New(context.Background(), file, os.DirFS(c.dir))
+		if err != nil {
+			return err
+		}
+		p, _, err := v.Verify(context.Background(), strings.TrimSpace(string(raw)))
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		c.principal, c.tenant, c.verified = p.ID, p.Tenant, &p
+		return nil
 	}
 	sp := file.Principal(c.principal)
 	if sp == nil {
