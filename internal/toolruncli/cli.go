@@ -290,8 +290,18 @@ func (c *common) tenantFromPrincipals() error {
 		return fmt.Errorf("--principal %s %w", c.principal, errNoPrincipal)
 	}
 	c.tenant = sp.Tenant
+	p := runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: []string{}}
+	for _, s := range sp.Scopes {
+		p.Scopes = append(p.Scopes, s.Name)
+	}
+	c.verified = &p
 	return nil
 }
+
+// ApproveScope is the scope a principal of principals.yaml needs to approve or deny a
+// held call (POL-3: another principal, with the approving scope). Without the file the
+// operator acting on its own machine decides.
+const ApproveScope = "approvals.decide"
 
 // visibleInvocation reads invocation id as the principal's tenant sees it: another
 // tenant's row is not visible (store.ErrNotFound).
@@ -664,6 +674,10 @@ func runDecide(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	approved := cmd == "approve"
+	if c.verified != nil && !slices.Contains(c.verified.Scopes, ApproveScope) {
+		fmt.Fprintf(e.stderr, "toolrun %s: %s does not hold the approving scope %s\n", cmd, c.principal, ApproveScope)
+		return ExitFailed
+	}
 	approver := runtime.Principal{ID: c.principal, Tenant: c.tenant}
 	switch err := runtime.DecideApproval(e.ctx, st, inv.Key, approver, approved, *reason); {
 	case errors.Is(err, runtime.ErrSelfApproval):
