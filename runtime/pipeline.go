@@ -626,6 +626,13 @@ func (p *Pipeline) markEffectSent(ctx context.Context, f store.Fence, token stri
 			errors.Is(err, store.ErrInvalid) || ctx.Err() != nil {
 			break
 		}
+		// A short pause: a retry at once meets the same hiccup (a failover, a full
+		// connection pool). The same token makes a retry of a write that did commit
+		// succeed again, so retrying is always safe.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return &watermarkError{err: err}

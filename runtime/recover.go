@@ -59,21 +59,29 @@ func (p *Pipeline) RunRetryable(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("runtime: list retryable: %w", err)
 	}
+	// One row's failure does not stop the pass: the others are as ready as before, and
+	// a row whose claim or run failed is retried by a later pass (or swept).
 	ran := 0
+	var errs []error
 	for _, row := range rows {
+		if ctx.Err() != nil {
+			break
+		}
 		inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, row.ID, p.cfg.WorkerID, p.cfg.Lease)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return ran, fmt.Errorf("runtime: claim retry: %w", err)
+			errs = append(errs, fmt.Errorf("runtime: claim retry of %d: %w", row.ID, err))
+			continue
 		}
 		if _, err := p.reexecute(ctx, inv); err != nil {
-			return ran, err
+			errs = append(errs, err)
+			continue
 		}
 		ran++
 	}
-	return ran, nil
+	return ran, errors.Join(errs...)
 }
 
 // reexecute runs steps 11 to 14 again for a recorded call this worker has claimed:
