@@ -22,6 +22,7 @@ import (
 	"time"
 
 	rt "github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/internal/testtools"
 	"github.com/toolgen/toolgen/runtime/store/postgres"
 )
 
@@ -42,65 +43,30 @@ const (
 	envRecoverEach = "CHAOSTEST_W_RECOVER_EV" // Recover interval
 )
 
-// The tools. Their effect appends a begin and an end line to the receipt file, with
-// the effect's duration between them; the watermarked classes call MarkEffectSent
-// first, as generated wrappers do (GEN-2).
+// The test tools and classes are shared with the other reliability suites
+// (runtime/internal/testtools); chaos runs the four that are never held. Their effect
+// here appends a begin and an end line to the receipt file, with the effect's duration
+// between them.
 const (
-	toolPut  = "chaos.put"  // write, idempotent: no watermark
-	toolSave = "chaos.save" // write, conditionally_idempotent when args.mode == 'overwrite'
-	toolSend = "chaos.send" // write, non_idempotent
-	toolRead = "chaos.read" // read, idempotent: recorded once, at step 13
+	toolPut     = testtools.Put
+	toolSave    = testtools.Save
+	toolSend    = testtools.Send
+	toolRead    = testtools.Read
+	inputSchema = testtools.InputSchema
 )
 
-const inputSchema = `{"type":"object","properties":{"n":{"type":"integer"},` +
-	`"mode":{"type":"string","enum":["overwrite","append"]}},"required":["n","mode"],"additionalProperties":false}`
-
 // class is one idempotency class: a tool and arguments.
-type class struct {
-	Name string
-	Tool string
-	Mode string // args.mode: decides idempotent_when for chaos.save
-}
+type class = testtools.Class
 
 var classes = []class{
-	{"non_idempotent", toolSend, "append"},
-	{"idempotent", toolPut, "overwrite"},
-	{"cond(false)", toolSave, "append"},
-	{"cond(true)", toolSave, "overwrite"},
-	{"idempotent read", toolRead, "overwrite"},
+	{Name: "non_idempotent", Tool: toolSend, Mode: "append"},
+	{Name: "idempotent", Tool: toolPut, Mode: "overwrite"},
+	{Name: "cond(false)", Tool: toolSave, Mode: "append"},
+	{Name: "cond(true)", Tool: toolSave, Mode: "overwrite"},
+	{Name: "idempotent read", Tool: toolRead, Mode: "overwrite"},
 }
 
-// Watermarked: the tool marks the effect before sending it.
-func (c class) Watermarked() bool { return c.Tool == toolSave || c.Tool == toolSend }
-
-// RetrySafe is RT-4's rule: may a call whose watermark is set be executed again?
-func (c class) RetrySafe() bool {
-	switch c.Tool {
-	case toolPut, toolRead:
-		return true
-	case toolSave:
-		return c.Mode == "overwrite"
-	}
-	return false
-}
-
-func specs() []rt.ToolSpec {
-	mk := func(name string, se rt.SideEffect, idem rt.Idempotency) rt.ToolSpec {
-		return rt.ToolSpec{
-			Name: name, Version: 1, Kind: rt.KindAction, SideEffect: se, Idempotency: idem,
-			Risk: rt.RiskLow, OutputTrust: rt.TrustTool, OutputMaxBytes: 65536,
-			InputSchema: json.RawMessage(inputSchema), SchemaSHA256: "sha-" + name, Timeout: 30 * time.Second,
-		}
-	}
-	save := mk(toolSave, rt.SideEffectWrite, rt.ConditionallyIdempotent)
-	save.IdempotentWhen = "args.mode == 'overwrite'"
-	return []rt.ToolSpec{
-		mk(toolPut, rt.SideEffectWrite, rt.Idempotent),
-		save,
-		mk(toolSend, rt.SideEffectWrite, rt.NonIdempotent),
-		mk(toolRead, rt.SideEffectRead, rt.Idempotent),
-	}
-}
+func specs() []rt.ToolSpec { return testtools.Specs(toolPut, toolSave, toolSend, toolRead) }
 
 // chaosTool is a runtime.Tool whose effect is the effect function.
 type chaosTool struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/internal/testtools"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/postgres"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
@@ -57,35 +58,27 @@ const (
 	roleDrain   = "drain"   // concurrency: recover until every call is settled
 )
 
-// The test tools. Their effect appends a line to the receipt file; the watermarked
-// classes call MarkEffectSent first, as generated wrappers do (GEN-2).
+// The test tools and classes are shared with the other reliability suites
+// (runtime/internal/testtools). Their effect here appends a line to the receipt file.
 const (
-	toolPut  = "crash.put"  // write, idempotent
-	toolSave = "crash.save" // write, conditionally_idempotent when args.mode == 'overwrite'
-	toolSend = "crash.send" // write, non_idempotent
-	toolRead = "crash.read" // read, idempotent (recorded once, at step 13)
-	// crash.deploy is non_idempotent with risk critical: every call is held for an
-	// approval (POL-1), so its row is PENDING at "persist" and RUNNING at "hold".
-	toolDeploy = "crash.deploy"
+	toolPut     = testtools.Put
+	toolSave    = testtools.Save
+	toolSend    = testtools.Send
+	toolRead    = testtools.Read
+	toolDeploy  = testtools.Deploy
+	inputSchema = testtools.InputSchema
 )
 
-const inputSchema = `{"type":"object","properties":{"n":{"type":"integer"},` +
-	`"mode":{"type":"string","enum":["overwrite","append"]}},"required":["n","mode"],"additionalProperties":false}`
-
 // class is one idempotency class of the matrix: a tool and arguments.
-type class struct {
-	Name string
-	Tool string
-	Mode string // args.mode: decides idempotent_when for crash.save
-}
+type class = testtools.Class
 
 var classes = []class{
-	{"idempotent", toolPut, "overwrite"},
-	{"cond(true)", toolSave, "overwrite"},
-	{"cond(false)", toolSave, "append"},
-	{"non_idempotent", toolSend, "append"},
-	{"idempotent read", toolRead, "overwrite"},
-	{"held non_idempotent", toolDeploy, "append"},
+	{Name: "idempotent", Tool: toolPut, Mode: "overwrite"},
+	{Name: "cond(true)", Tool: toolSave, Mode: "overwrite"},
+	{Name: "cond(false)", Tool: toolSave, Mode: "append"},
+	{Name: "non_idempotent", Tool: toolSend, Mode: "append"},
+	{Name: "idempotent read", Tool: toolRead, Mode: "overwrite"},
+	{Name: "held non_idempotent", Tool: toolDeploy, Mode: "append"},
 }
 
 func classByName(name string) (class, bool) {
@@ -97,48 +90,7 @@ func classByName(name string) (class, bool) {
 	return class{}, false
 }
 
-// Watermarked: the tool marks the effect before sending it.
-func (c class) Watermarked() bool {
-	return c.Tool == toolSave || c.Tool == toolSend || c.Tool == toolDeploy
-}
-
-// Held: every call waits for an approval by another principal.
-func (c class) Held() bool { return c.Tool == toolDeploy }
-
-// RetrySafe is RT-4's rule: may a call whose watermark is set be re-executed?
-func (c class) RetrySafe() bool {
-	switch c.Tool {
-	case toolPut, toolRead:
-		return true
-	case toolSave:
-		return c.Mode == "overwrite"
-	}
-	return false
-}
-
-// RecordOnce: an idempotent none/read call writes its row once, at step 13 (RT-3).
-func (c class) RecordOnce() bool { return c.Tool == toolRead }
-
-func specs() []runtime.ToolSpec {
-	mk := func(name string, se runtime.SideEffect, idem runtime.Idempotency) runtime.ToolSpec {
-		return runtime.ToolSpec{
-			Name: name, Version: 1, Kind: runtime.KindAction, SideEffect: se, Idempotency: idem,
-			Risk: runtime.RiskLow, OutputTrust: runtime.TrustTool, OutputMaxBytes: 65536,
-			InputSchema: json.RawMessage(inputSchema), SchemaSHA256: "sha-" + name, Timeout: 30 * time.Second,
-		}
-	}
-	save := mk(toolSave, runtime.SideEffectWrite, runtime.ConditionallyIdempotent)
-	save.IdempotentWhen = "args.mode == 'overwrite'"
-	deploy := mk(toolDeploy, runtime.SideEffectWrite, runtime.NonIdempotent)
-	deploy.Risk = runtime.RiskCritical
-	return []runtime.ToolSpec{
-		mk(toolPut, runtime.SideEffectWrite, runtime.Idempotent),
-		save,
-		mk(toolSend, runtime.SideEffectWrite, runtime.NonIdempotent),
-		mk(toolRead, runtime.SideEffectRead, runtime.Idempotent),
-		deploy,
-	}
-}
+func specs() []runtime.ToolSpec { return testtools.Specs() }
 
 // crashTool is a runtime.Tool whose effect is the effect function; prepare runs first,
 // before the watermark (the generated wrapper's Prepare).

@@ -17,78 +17,39 @@ import (
 
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/internal/faultstore"
+	"github.com/toolgen/toolgen/runtime/internal/testtools"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/postgres/pgtest"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
-// The test tools. The watermarked classes call MarkEffectSent first, as generated
-// wrappers do (GEN-2); the effect appends a receipt.
+// The test tools and classes are shared with the other reliability suites
+// (runtime/internal/testtools). Their effect here appends a receipt.
 const (
-	toolPut  = "fault.put"  // write, idempotent
-	toolSave = "fault.save" // write, conditionally_idempotent when args.mode == 'overwrite'
-	toolSend = "fault.send" // write, non_idempotent
-	toolRead = "fault.read" // read, idempotent: recorded once, at step 13
-	// fault.deploy is non_idempotent with risk critical: every call is held for an
-	// approval (POL-1), so it is recorded PENDING and claimed after the approval.
-	toolDeploy = "fault.deploy"
+	toolPut     = testtools.Put
+	toolSave    = testtools.Save
+	toolSend    = testtools.Send
+	toolRead    = testtools.Read
+	toolDeploy  = testtools.Deploy
+	inputSchema = testtools.InputSchema
 )
 
-const inputSchema = `{"type":"object","properties":{"n":{"type":"integer"},` +
-	`"mode":{"type":"string","enum":["overwrite","append"]}},"required":["n","mode"],"additionalProperties":false}`
-
 // class is one idempotency class: a tool and the arguments' mode.
-type class struct {
-	Name string
-	Tool string
-	Mode string // args.mode: decides idempotent_when for fault.save
-}
+type class = testtools.Class
 
 var (
-	classPut    = class{"idempotent", toolPut, "overwrite"}
-	classSaveT  = class{"cond(true)", toolSave, "overwrite"}
-	classSaveF  = class{"cond(false)", toolSave, "append"}
-	classSend   = class{"non_idempotent", toolSend, "append"}
-	classRead   = class{"read", toolRead, "overwrite"}
-	classDeploy = class{"held non_idempotent", toolDeploy, "append"}
+	classPut    = class{Name: "idempotent", Tool: toolPut, Mode: "overwrite"}
+	classSaveT  = class{Name: "cond(true)", Tool: toolSave, Mode: "overwrite"}
+	classSaveF  = class{Name: "cond(false)", Tool: toolSave, Mode: "append"}
+	classSend   = class{Name: "non_idempotent", Tool: toolSend, Mode: "append"}
+	classRead   = class{Name: "read", Tool: toolRead, Mode: "overwrite"}
+	classDeploy = class{Name: "held non_idempotent", Tool: toolDeploy, Mode: "append"}
 	classes     = []class{classPut, classSaveT, classSaveF, classSend, classRead, classDeploy}
 	// writeClasses are the classes whose row is recorded before they run.
 	writeClasses = []class{classPut, classSaveT, classSaveF, classSend, classDeploy}
 )
 
-// RetrySafe is RT-4's rule: may a call whose watermark is set run again?
-func (c class) RetrySafe() bool {
-	switch c.Tool {
-	case toolPut, toolRead:
-		return true
-	case toolSave:
-		return c.Mode == "overwrite"
-	}
-	return false
-}
-
-func (c class) Held() bool { return c.Tool == toolDeploy }
-
-func specs() []runtime.ToolSpec {
-	mk := func(name string, se runtime.SideEffect, idem runtime.Idempotency) runtime.ToolSpec {
-		return runtime.ToolSpec{
-			Name: name, Version: 1, Kind: runtime.KindAction, SideEffect: se, Idempotency: idem,
-			Risk: runtime.RiskLow, OutputTrust: runtime.TrustTool, OutputMaxBytes: 65536,
-			InputSchema: json.RawMessage(inputSchema), SchemaSHA256: "sha-" + name, Timeout: 30 * time.Second,
-		}
-	}
-	save := mk(toolSave, runtime.SideEffectWrite, runtime.ConditionallyIdempotent)
-	save.IdempotentWhen = "args.mode == 'overwrite'"
-	deploy := mk(toolDeploy, runtime.SideEffectWrite, runtime.NonIdempotent)
-	deploy.Risk = runtime.RiskCritical
-	return []runtime.ToolSpec{
-		mk(toolPut, runtime.SideEffectWrite, runtime.Idempotent),
-		save,
-		mk(toolSend, runtime.SideEffectWrite, runtime.NonIdempotent),
-		mk(toolRead, runtime.SideEffectRead, runtime.Idempotent),
-		deploy,
-	}
-}
+func specs() []runtime.ToolSpec { return testtools.Specs() }
 
 // behaviour is what the tool does for one call (by key), on each of its attempts.
 type behaviour struct {
