@@ -191,7 +191,7 @@ func (c *common) openWith(e *env, o host.Options) (*host.Host, error) {
 // declared there (tokens or local): its tenant and scopes are the file's (--tenant is
 // then ignored; --scopes can only narrow them). Without the file (a local toolrun) it
 // acts in --tenant with every scope its tools require, unless --scopes narrows it.
-func (c *common) principalFor(h *host.Host) (runtime.Principal, error) {
+func (c *common) principalFor(h *host.Host) runtime.Principal {
 	var narrow []string
 	if c.scopes != "" {
 		for _, s := range strings.Split(c.scopes, ",") {
@@ -200,31 +200,17 @@ func (c *common) principalFor(h *host.Host) (runtime.Principal, error) {
 			}
 		}
 	}
-	if c.verified != nil {
+	if c.verified != nil { // principals.yaml: the declared or token-proved principal (openWith)
 		p := *c.verified
 		if narrow != nil {
 			p.Scopes = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return !slices.Contains(narrow, s) })
 		}
-		return p, nil
-	}
-	if file := h.Tree.Principals; file != nil {
-		sp := file.Principal(c.principal)
-		if sp == nil {
-			return runtime.Principal{}, fmt.Errorf("--principal %s %w", c.principal, errNoPrincipal)
-		}
-		c.tenant = sp.Tenant
-		p := runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: []string{}}
-		for _, s := range sp.Scopes {
-			if narrow == nil || slices.Contains(narrow, s.Name) {
-				p.Scopes = append(p.Scopes, s.Name)
-			}
-		}
-		return p, nil
+		return p
 	}
 	p := runtime.Principal{ID: c.principal, Tenant: c.tenant, Scopes: []string{}}
 	if narrow != nil {
 		p.Scopes = narrow
-		return p, nil
+		return p
 	}
 	for _, t := range h.Registry.Current() {
 		p.Scopes = append(p.Scopes, t.RequiredScopes...)
@@ -238,7 +224,7 @@ func (c *common) principalFor(h *host.Host) (runtime.Principal, error) {
 	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
 	slices.Sort(p.Scopes)
 	p.Scopes = slices.Compact(p.Scopes)
-	return p, nil
+	return p
 }
 
 // openStore opens the store alone, for the commands that review rather than run calls.
@@ -398,10 +384,7 @@ func runCall(e *env, cmd string, args []string) int {
 			return fail(e, cmd, err)
 		}
 	}
-	p, err := c.principalFor(h)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
+	p := c.principalFor(h)
 	o, err := h.Pipeline.Execute(e.ctx, runtime.Call{
 		Tenant: p.Tenant, Principal: p, SessionID: *session, RunID: *run, Step: *step, CallID: *callID,
 		Tool: tool, Args: json.RawMessage(raw), ArgumentTrust: runtime.TrustUser, Workspace: h.Workspace,

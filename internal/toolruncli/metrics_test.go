@@ -28,10 +28,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	p, err := (&common{principal: "agent", tenant: "default"}).principalFor(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := (&common{principal: "agent", tenant: "default"}).principalFor(h)
 	srv, err := mcpserver.New(mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: p,
 		Workspace: h.Workspace})
 	if err != nil {

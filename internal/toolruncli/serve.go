@@ -73,10 +73,7 @@ func runServe(e *env, cmd string, args []string) int {
 	if err := watchForcedEpochs(ctx, h); err != nil {
 		return fail(e, cmd, err)
 	}
-	principal, err := c.principalFor(h)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
+	principal := c.principalFor(h)
 	var authn *httpAuth
 	if !*stdio {
 		if authn, err = newHTTPAuth(e, c, h, *addr); err != nil {
