@@ -78,16 +78,20 @@ var (
 
 // Invocation is one persisted call (ST-4, the tool_invocations row).
 type Invocation struct {
-	ID             int64
-	Key            string // idempotency key (RT-5), hex; unique
-	Tenant         string
-	Principal      string
-	SessionID      string
-	RunID          string
-	Step           int
-	CallID         string
-	Tool           string
-	ToolVersion    int
+	ID          int64
+	Key         string // idempotency key (RT-5), hex; unique
+	Tenant      string
+	Principal   string
+	SessionID   string
+	RunID       string
+	Step        int
+	CallID      string
+	Tool        string
+	ToolVersion int
+	// ToolSHA256 is the definition hash (schema_sha256) of the tool the call was
+	// recorded with: recovery re-runs a call only on a worker that has registered the
+	// same definition (LIFE-1). "" on rows recorded before migration 004.
+	ToolSHA256     string
 	Idempotency    string // the tool's class when the call was recorded
 	IdempotentWhen *bool  // conditionally_idempotent only: did idempotent_when hold for these args (step 6)
 	Args           json.RawMessage
@@ -142,6 +146,7 @@ type InsertParams struct {
 	Step                                     int
 	CallID, Tool                             string
 	ToolVersion                              int
+	ToolSHA256                               string // the definition hash (Invocation.ToolSHA256)
 	Idempotency                              string
 	IdempotentWhen                           *bool
 	Args                                     json.RawMessage
@@ -176,13 +181,53 @@ const (
 	DefaultMaxAttempts = 5
 )
 
-// SweepParams bounds one recovery pass. Zero fields take the defaults.
+// ToolRef names one tool definition a worker has registered: the rows recovery may
+// claim on that worker (LIFE-1). A row matches when its tool and tool_version are
+// Name and Version and its tool_sha256 is SHA256 (or "", a row recorded before the
+// hash was).
+type ToolRef struct {
+	Name    string
+	Version int
+	SHA256  string
+}
+
+// Claimable says whose rows a recovery operation (the sweep, the retryable list) may
+// touch. A worker never decides for a tool it cannot run, so the pipeline always
+// passes Tools; AllTools is for a caller that knows it speaks for every tool on the
+// store (the conformance suite, a single-tool test). The zero value is ErrInvalid.
+type Claimable struct {
+	Tools    []ToolRef
+	AllTools bool
+}
+
+// Validate reports whether c says whose rows may be touched (ErrInvalid if not).
+func (c Claimable) Validate() error {
+	if !c.AllTools && len(c.Tools) == 0 {
+		return fmt.Errorf("%w: a recovery operation needs the worker's tools (or AllTools)", ErrInvalid)
+	}
+	if c.AllTools && len(c.Tools) > 0 {
+		return fmt.Errorf("%w: both Tools and AllTools", ErrInvalid)
+	}
+	for _, t := range c.Tools {
+		if t.Name == "" {
+			return fmt.Errorf("%w: a tool reference without a name", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// SweepParams bounds one recovery pass. Zero fields take the defaults, except
+// Claimable, which is required.
 type SweepParams struct {
 	Limit int // rows per pass
 	// MaxAttempts bounds crash loops: a reclaimed row whose decision would be retry but
 	// that has already been claimed MaxAttempts times ends FAILED with reason_code
 	// crash_loop instead. A call therefore runs at most MaxAttempts times.
 	MaxAttempts int
+	// Claimable restricts the sweep to rows of the worker's tools: a row of any other
+	// tool, or of another definition of one, is not decided, not locked and not
+	// changed — it is left for a worker that has its tool (LIFE-1).
+	Claimable
 }
 
 // WithDefaults returns p with zero (or negative) fields set to the defaults.
@@ -194,6 +239,24 @@ func (p SweepParams) WithDefaults() SweepParams {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
 	return p
+}
+
+// RetryableParams selects the PENDING rows a worker may claim now (see
+// Store.InvocationListRetryable).
+type RetryableParams struct {
+	Limit int // <= 0: no limit
+	Claimable
+}
+
+// Unclaimable counts the rows recovery would act on now — RUNNING and unsuspended with
+// an expired lease, or PENDING and claimable — that a worker left alone because they
+// are not its tools' (Store.InvocationCountUnclaimable).
+type Unclaimable struct {
+	// NotRegistered: the row's tool is not among the worker's tools at all.
+	NotRegistered int
+	// DefinitionChanged: the worker has a tool of that name, but at another version or
+	// definition hash, so running it would run other code than the call recorded.
+	DefinitionChanged int
 }
 
 // Swept is one row the sweep reclaimed and what it decided (RT-4).
@@ -466,28 +529,39 @@ type Store interface {
 	//     reason_code crash_loop.
 	// Every reclaimed row loses its lease_owner and lease, so the old fence can never
 	// match again. Safe under concurrent sweepers: each row is reclaimed by exactly one.
-	// Rows are returned in id order.
+	// Only rows p.Claimable matches are considered: the others are neither changed nor
+	// locked. Rows are returned in id order. ErrInvalid for an invalid Claimable.
 	InvocationSweep(ctx context.Context, p SweepParams) ([]Swept, error)
 	// InvocationListRetryable lists PENDING rows that may be claimed now: decision
 	// allow (swept retries) or an approved hold (decision needs_approval with an
-	// approval that approved it), oldest first.
-	InvocationListRetryable(ctx context.Context, limit int) ([]*Invocation, error)
+	// approval that approved it), oldest first, of the tools p.Claimable matches.
+	// ErrInvalid for an invalid Claimable.
+	InvocationListRetryable(ctx context.Context, p RetryableParams) ([]*Invocation, error)
+	// InvocationCountUnclaimable counts the rows the sweep or the retryable list would
+	// act on now if tools were every tool, but which tools do not match: what a worker
+	// with these tools leaves for another (the recovery report's "skipped"). It reads
+	// only.
+	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef) (Unclaimable, error)
 	// InvocationListUncertain is the review queue of one tenant ("" for all): UNCERTAIN
 	// rows not yet resolved, oldest first.
 	InvocationListUncertain(ctx context.Context, tenant string) ([]*Invocation, error)
 	// InvocationResolveUncertain records a person's review: happened or did_not_happen,
 	// by whom and when. The status stays UNCERTAIN, so step 8 keeps returning the
 	// recorded outcome and the breaker's uncertain_repeat keeps holding; the row leaves
-	// the review queue. ErrConflict if the row is not UNCERTAIN or already resolved,
-	// ErrNotFound if there is none, ErrInvalid for another resolution or an empty by.
-	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*Invocation, error)
+	// the review queue. audit, when not nil, is appended in the same transaction (the
+	// review and its audit entry commit together or not at all, HOST-2); its Tenant
+	// must be the row's, else ErrNotFound and nothing is written. ErrConflict if the
+	// row is not UNCERTAIN or already resolved, ErrNotFound if there is none,
+	// ErrInvalid for another resolution or an empty by.
+	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *AuditEntry) (*Invocation, error)
 	// InvocationBreakerCounts reads the breaker's counter for one identical call in a run.
 	InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (BreakerCounts, error)
 
 	// ApprovalDecide records an approval or denial of a held invocation (DecidedAt is
 	// the database clock). The invocation must exist in a.Tenant, else ErrNotFound.
-	// Deciding twice is ErrConflict.
-	ApprovalDecide(ctx context.Context, a Approval) error
+	// Deciding twice is ErrConflict. audit, when not nil, is appended in the same
+	// transaction (HOST-2); its Tenant must be a.Tenant (ErrInvalid otherwise).
+	ApprovalDecide(ctx context.Context, a Approval, audit *AuditEntry) error
 	ApprovalGet(ctx context.Context, key string) (*Approval, error)
 
 	// AuditAppend appends one entry (the log is append-only) and returns its id; ids
