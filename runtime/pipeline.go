@@ -21,12 +21,24 @@ import (
 )
 
 // Defaults of a Pipeline's Config.
+//
+// The lease and the tool timeout bound different things. A call's lease is renewed
+// every Lease/3 for as long as its tool runs in this process (see maintenance.go), so
+// a tool may run up to its timeout (DefaultToolTimeout, or the spec's timeout) however
+// short the lease; the lease only bounds how long a call of a crashed worker waits
+// before another worker's sweep may decide it. A crashed worker's call is therefore
+// recovered within Lease + SweepInterval × (1 + SweepJitter) by any live worker that
+// has its tool (45 s with the defaults), plus the time to re-run it.
 const (
-	DefaultLease        = 30 * time.Second
-	DefaultApprovalHold = 300 * time.Second // POL-3: a hold is bounded
-	DefaultApprovalPoll = 200 * time.Millisecond
-	DefaultToolTimeout  = 60 * time.Second
-	DefaultMaxAttempts  = 5 // reclaims without a watermark before a call ends crash_loop
+	DefaultLease         = 30 * time.Second
+	DefaultApprovalHold  = 300 * time.Second // POL-3: a hold is bounded
+	DefaultApprovalPoll  = 200 * time.Millisecond
+	DefaultToolTimeout   = 60 * time.Second
+	DefaultMaxAttempts   = 5 // reclaims without a watermark before a call ends crash_loop
+	DefaultSweepInterval = 12 * time.Second
+	// DefaultSweepJitter spreads the sweeps of many workers: each pass waits
+	// SweepInterval × (1 ± SweepJitter), drawn anew every time.
+	DefaultSweepJitter = 0.25
 )
 
 // ModeResolver answers WF-3/WF-4 for the pipeline: the active mode of a session and
@@ -46,8 +58,13 @@ type Config struct {
 	ApprovalHold time.Duration // default DefaultApprovalHold
 	ApprovalPoll time.Duration // default DefaultApprovalPoll
 	MaxAttempts  int           // default DefaultMaxAttempts
-	Artifacts    ArtifactWriter
-	Credentials  CredentialResolver
+	// SweepInterval is the mean time between two recovery passes of the maintenance
+	// Start runs (default DefaultSweepInterval); SweepJitter, in [0, 1), spreads it
+	// (default DefaultSweepJitter; a negative value means none).
+	SweepInterval time.Duration
+	SweepJitter   float64
+	Artifacts     ArtifactWriter
+	Credentials   CredentialResolver
 	// WorkspaceFor gives the workspace of a run when a recorded call is re-executed by
 	// recovery (the original caller's Call.Workspace is not persisted).
 	WorkspaceFor func(tenant, runID string) string
@@ -77,13 +94,17 @@ type Pipeline struct {
 	log *slog.Logger
 
 	// executing counts, per invocation id, the runs of runClaimed in progress in this
-	// process: the leases KeepLeases renews. A row this worker holds but no longer
-	// executes — a write after its claim failed, or a claim whose acknowledgement was
-	// lost — is not renewed: its lease runs out and the sweep decides for it, where
-	// renewing every row of the worker kept it RUNNING for as long as the process
-	// lived (found by runtime/chaostest).
+	// process: the leases the renewer keeps alive. A row this worker holds but no
+	// longer executes — a write after its claim failed, or a claim whose
+	// acknowledgement was lost — is not renewed: its lease runs out and the sweep
+	// decides for it, where renewing every row of the worker kept it RUNNING for as
+	// long as the process lived (found by runtime/chaostest). renewing is true while
+	// the renewer goroutine runs (maintenance.go).
 	mu        sync.Mutex
 	executing map[int64]int
+	renewing  bool
+
+	maint maintenance
 }
 
 // NewPipeline returns a pipeline over cfg, filling defaults.
@@ -105,6 +126,17 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	switch {
+	case cfg.SweepJitter == 0:
+		cfg.SweepJitter = DefaultSweepJitter
+	case cfg.SweepJitter < 0:
+		cfg.SweepJitter = 0
+	case cfg.SweepJitter >= 1:
+		return nil, errors.New("runtime: SweepJitter must be below 1")
 	}
 	if cfg.Policy == nil {
 		p, err := NewPolicy(nil)
@@ -510,7 +542,11 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 		case err == nil && a.Approved:
 			inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, c.inv.ID, p.cfg.WorkerID, p.cfg.Lease)
 			if errors.Is(err, store.ErrConflict) {
-				return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
+				// Another worker claimed the approved call first: a caller's concurrent
+				// retry, or a host's maintenance running approved calls. This caller
+				// still waits for the outcome, within its hold.
+				o, err := p.awaitRecorded(holdCtx, c, tick.C)
+				return o, true, err
 			}
 			if err != nil {
 				return Outcome{}, false, fmt.Errorf("runtime: claim approved call: %w", err)
@@ -530,6 +566,27 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 		case <-holdCtx.Done():
 			return NewOutcome(ReasonApprovalPending, c.CallID), true, nil
 		case <-tick.C:
+		}
+	}
+}
+
+// awaitRecorded waits, polling at tick until ctx ends, for the held call another
+// worker claimed to reach a terminal row, and returns its recorded outcome; past the
+// bound the call is still in progress (retryable: the caller's retry finds it).
+func (p *Pipeline) awaitRecorded(ctx context.Context, c *call, tick <-chan time.Time) (Outcome, error) {
+	for {
+		inv, err := p.cfg.Store.InvocationGet(ctx, c.inv.ID)
+		switch {
+		case err == nil && inv.Status.Terminal():
+			c.inv = inv
+			return p.recorded(c, inv), nil
+		case err != nil && ctx.Err() == nil:
+			return Outcome{}, fmt.Errorf("runtime: read claimed call: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return NewOutcome(ReasonCallInProgress, c.CallID), nil
+		case <-tick:
 		}
 	}
 }
@@ -824,29 +881,6 @@ func (p *Pipeline) retryWrite(ctx context.Context, write func(context.Context) e
 
 // writeAttemptTimeout bounds one attempt of a fenced write retryWrite makes.
 const writeAttemptTimeout = 10 * time.Second
-
-// trackExecuting adds d to the count of runs of invocation id in progress.
-func (p *Pipeline) trackExecuting(id int64, d int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.executing == nil {
-		p.executing = map[int64]int{}
-	}
-	if p.executing[id] += d; p.executing[id] <= 0 {
-		delete(p.executing, id)
-	}
-}
-
-// executingIDs lists the invocations this process is executing now.
-func (p *Pipeline) executingIDs() []int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := make([]int64, 0, len(p.executing))
-	for id := range p.executing {
-		ids = append(ids, id)
-	}
-	return ids
-}
 
 // statusOf maps an outcome to the row status.
 func statusOf(o Outcome) store.Status {

@@ -31,9 +31,10 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/host/hostcli"
 	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/internal/toolgencli"
-	"github.com/toolgen/toolgen/internal/toolruncli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of failing scripts")
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 		},
 		"toolrun": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			code := toolruncli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			code := hostcli.Run(ctx, hostcli.Config{Name: "toolrun", Builtins: host.AllBuiltins}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 			stop()
 			os.Exit(code)
 		},
@@ -119,6 +120,10 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOFLAGS", "-mod=mod")
 			env.Setenv("GOTOOLCHAIN", "local")
 			env.Setenv("GOOS", runtime.GOOS)
+			// The external module's own scripts run their PostgreSQL cases with it.
+			if dsn := os.Getenv("TOOLGEN_PG_DSN"); dsn != "" {
+				env.Setenv("TOOLGEN_PG_DSN", dsn)
+			}
 			env.Setenv("INSPECTOR", inspector)
 			env.Setenv("EVERYTHING", everything)
 			// A free port for scripts that start a server (toolrun serve --http).

@@ -1,20 +1,15 @@
-// Command toolrun hosts toolgen's pipeline: it serves the registry over MCP (stdio or
-// Streamable HTTP) and gives the operator one call, the recovery sweep, the UNCERTAIN
-// review queue, approvals, the audit log and the catalog. See `toolrun help`.
+// Command toolrun hosts toolgen's pipeline with the builtin tools: it serves the
+// registry over MCP (stdio or Streamable HTTP) and gives the operator one call, the
+// recovery pass, the UNCERTAIN review queue, approvals, the audit log and the catalog.
+// See `toolrun help`. A module serving its own tools builds the same program with its
+// tools (package host/hostcli; `toolgen host` writes the main).
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/toolgen/toolgen/internal/toolruncli"
+	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/host/hostcli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := toolruncli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	hostcli.Main(hostcli.Config{Name: "toolrun", Builtins: host.AllBuiltins})
 }

@@ -77,7 +77,7 @@
 //
 // Imports: the test files assemble a host from the libraries (runtime, a store
 // driver, mcp/upstream, mcp/server, tools, spec) and the go-sdk. They must never
-// import cmd, codegen or internal/toolruncli: the benchmark measures the parts
+// import cmd, codegen or host: the benchmark measures the parts
 // `toolrun serve` is made of, not the CLI's flag handling (the process benchmark runs
 // the toolrun binary, it does not import it). Nothing imports this
 // package.

@@ -118,7 +118,7 @@ func newRig(tb testing.TB) *rig {
 		tb.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(server.Endpoint, srv.HTTPHandler()) // as toolruncli.runServe mounts it
+	mux.Handle(server.Endpoint, srv.HTTPHandler()) // as host.Handler mounts it
 	tgs := startServer(tb, mux, tgConns)
 
 	// One client per side: the same code, the same HTTP transport.

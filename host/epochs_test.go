@@ -1,4 +1,4 @@
-package toolruncli
+package host
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgen/toolgen/internal/host"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 )
@@ -25,47 +24,47 @@ func adapterTool(name, sha string) *fakeTool {
 }
 
 // TestForcedEpochReachesRunningSessions: a forced epoch recorded in the store (by
-// `toolrun catalog --force-epoch`, any process) re-pins that server's tools in this
+// Operator.ForceEpoch in any process) re-pins that server's tools in this
 // process's running sessions, and only that server's; one recorded before the process
 // started is not applied again.
 func TestForcedEpochReachesRunningSessions(t *testing.T) {
 	ctx := t.Context()
-	h, err := host.Open(ctx, host.Options{Dir: t.TempDir()})
+	h, err := New(ctx, Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	// An epoch of server b from before this process: never applied here.
-	if _, err := h.Store.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "b", Change: ChangeForcedEpoch}); err != nil {
+	if _, err := h.st.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "b", Change: ChangeForcedEpoch}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tool := range []*fakeTool{adapterTool("mcp.a.t", "v1"), adapterTool("mcp.b.t", "v1")} {
-		if err := h.Registry.RegisterAdapter("mcp", tool); err != nil {
+		if err := h.reg.RegisterAdapter("mcp", tool); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.Registry.Pin("s1")
+	h.reg.Pin("s1")
 	for _, tool := range []*fakeTool{adapterTool("mcp.a.t", "v2"), adapterTool("mcp.b.t", "v2")} {
-		if err := h.Registry.Replace(tool); err != nil {
+		if err := h.reg.Replace(tool); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := watchForcedEpochs(wctx, h); err != nil {
+	if err := h.watchForcedEpochs(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "a", Change: ChangeForcedEpoch}); err != nil {
+	if _, err := h.st.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: "a", Change: ChangeForcedEpoch}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for h.Registry.Pin("s1")["mcp.a.t"].SchemaSHA256 != "v2" {
+	for h.reg.Pin("s1")["mcp.a.t"].SchemaSHA256 != "v2" {
 		if time.Now().After(deadline) {
 			t.Fatal("the forced epoch was not applied to the running session")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := h.Registry.Pin("s1")["mcp.b.t"].SchemaSHA256; got != "v1" {
+	if got := h.reg.Pin("s1")["mcp.b.t"].SchemaSHA256; got != "v1" {
 		t.Errorf("server b re-pinned (by a's epoch, or by its own from before the process): %s", got)
 	}
 }

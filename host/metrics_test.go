@@ -1,4 +1,4 @@
-package toolruncli
+package host
 
 import (
 	"encoding/json"
@@ -8,37 +8,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgen/toolgen/internal/host"
-	mcpserver "github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/runtime"
 )
 
-// TestServeMetrics: the HTTP server's mux serves the pipeline's OpenTelemetry metrics
-// at GET /metrics in the Prometheus exposition, a call through the pipeline counted
-// by tool and outcome, and MCP still at /mcp.
+// TestServeMetrics: the host's HTTP handler serves the pipeline's OpenTelemetry metrics
+// at GET /metrics in the Prometheus exposition, a call through the pipeline counted by
+// tool and outcome, and MCP still at /mcp.
 func TestServeMetrics(t *testing.T) {
 	ctx := t.Context()
-	metrics, err := newPromMetrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer metrics.Close(ctx)
-	h, err := host.Open(ctx, host.Options{Dir: t.TempDir(), Metrics: metrics.Pipeline})
+	h, err := New(ctx, Config{Dir: t.TempDir(), Builtins: []string{"workspace.list"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	p := (&common{principal: "agent", tenant: "default"}).principalFor(h)
-	srv, err := mcpserver.New(mcpserver.Options{Pipeline: h.Pipeline, Registry: h.Registry, Principal: p,
-		Workspace: h.Workspace})
+	mux, err := h.Handler()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := serveMux(srv.HTTPHandler(), metrics.Handler)
-
-	o, err := h.Pipeline.Execute(ctx, runtime.Call{Tenant: p.Tenant, Principal: p, SessionID: "s1", RunID: "r1",
-		Step: 1, CallID: "c1", Tool: "workspace.list", Args: json.RawMessage(`{"path": "."}`),
-		ArgumentTrust: runtime.TrustUser, Workspace: h.Workspace})
+	o, err := h.Call(ctx, CallRequest{SessionID: "s1", RunID: "r1", Step: 1, CallID: "c1", Tool: "workspace.list",
+		Args: json.RawMessage(`{"path": "."}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +63,9 @@ func TestServeMetrics(t *testing.T) {
 func get(t *testing.T, h http.Handler, method, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), method, path, nil))
+	req := httptest.NewRequestWithContext(t.Context(), method, path, nil)
+	req.RemoteAddr = "127.0.0.1:40000" // without principals.yaml only loopback is served
+	h.ServeHTTP(rec, req)
 	body, err := io.ReadAll(rec.Result().Body)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package toolruncli
+package hostcli
 
 import (
 	"encoding/json"
@@ -19,9 +19,9 @@ import (
 // --json. After a dropped connection it reconnects from the last id it printed, so it
 // prints every event once. --once exits when it has caught up instead of following.
 func runEvents(e *env, cmd string, args []string) int {
-	fs := flag.NewFlagSet("toolrun "+cmd, flag.ContinueOnError)
+	fs := flag.NewFlagSet(e.name+" "+cmd, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
 	url := fs.String("url", "", "the server's URL (toolrun serve --http ADDR), e.g. http://127.0.0.1:8080")
 	session := fs.String("session", "", "only this session's events")
 	run := fs.String("run", "", "only this run's events")
@@ -37,7 +37,7 @@ func runEvents(e *env, cmd string, args []string) int {
 		return usageErr(e, cmd, "want --url http://ADDR of toolrun serve --http")
 	}
 	opts := []events.FollowOption{events.OnRetry(func(err error, wait time.Duration) {
-		fmt.Fprintf(e.stderr, "toolrun events: %v; reconnecting in %s\n", err, wait)
+		fmt.Fprintf(e.stderr, "%s events: %v; reconnecting in %s\n", e.name, err, wait)
 	})}
 	if *tokenFile != "" {
 		raw, err := os.ReadFile(*tokenFile)
@@ -61,7 +61,7 @@ func runEvents(e *env, cmd string, args []string) int {
 		}, opts...)
 	switch {
 	case errors.Is(err, events.ErrRefused):
-		fmt.Fprintf(e.stderr, "toolrun events: %v\n", err)
+		fmt.Fprintf(e.stderr, "%s events: %v\n", e.name, err)
 		return ExitTrouble
 	case err != nil && e.ctx.Err() == nil:
 		return fail(e, cmd, err)

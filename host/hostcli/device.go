@@ -1,4 +1,4 @@
-package toolruncli
+package hostcli
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ import (
 // until interrupted. It exits 1 when the gateway refuses the id or token (retrying
 // cannot help), 0 when interrupted.
 func runDevice(e *env, cmd string, args []string) int {
-	fs := flag.NewFlagSet("toolrun "+cmd, flag.ContinueOnError)
+	fs := flag.NewFlagSet(e.name+" "+cmd, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
 	gateway := fs.String("gateway", "", "the gateway's URL (toolrun serve --http), e.g. https://platform.example.com")
 	id := fs.String("id", "", "this device's id (devices/ID.yaml on the gateway)")
 	tokenFile := fs.String("token-file", "", "file holding this device's token (its SHA-256 is token_sha256 on the gateway)")
@@ -44,7 +44,7 @@ func runDevice(e *env, cmd string, args []string) int {
 	err = device.Run(e.ctx, device.RunOptions{Gateway: *gateway, ID: *id, Token: token, Command: command, Log: e.stderr})
 	switch {
 	case errors.Is(err, device.ErrRefused):
-		fmt.Fprintf(e.stderr, "toolrun device: %v\n", err)
+		fmt.Fprintf(e.stderr, "%s device: %v\n", e.name, err)
 		return ExitFailed
 	case err != nil && e.ctx.Err() == nil:
 		return fail(e, cmd, err)

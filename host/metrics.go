@@ -1,4 +1,4 @@
-package toolruncli
+package host
 
 import (
 	"context"

@@ -1,0 +1,56 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+
+	mcpserver "github.com/toolgen/toolgen/mcp/server"
+	"github.com/toolgen/toolgen/runtime"
+)
+
+// CallRequest is one call made through Host.Call.
+type CallRequest struct {
+	Tool string
+	Args json.RawMessage // a JSON object; nil is {}
+	// Principal is the caller; the zero value is Config.Principal (see Host.Principal).
+	Principal runtime.Principal
+	// SessionID ("" is "cli"), RunID ("" is the session), Step and CallID ("" is
+	// derived from the tool and the canonical arguments, as the MCP server derives it,
+	// so a call retried through either finds itself) name the call (RT-5).
+	SessionID, RunID string
+	Step             int
+	CallID           string
+	// ArgumentTrust is the label of the arguments ("" is user: the operator typed them).
+	ArgumentTrust runtime.Trust
+}
+
+// Call runs one call through the pipeline, exactly as a tools/call over MCP would, and
+// returns its outcome. The error is only for a store that cannot record anything.
+func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error) {
+	p := r.Principal
+	if p.ID == "" {
+		var err error
+		if p, err = h.Principal(""); err != nil {
+			return runtime.Outcome{}, err
+		}
+	}
+	if r.SessionID == "" {
+		r.SessionID = "cli"
+	}
+	if r.RunID == "" {
+		r.RunID = r.SessionID
+	}
+	if len(r.Args) == 0 {
+		r.Args = json.RawMessage("{}")
+	}
+	if r.CallID == "" {
+		r.CallID = mcpserver.DerivedCallID(r.Tool, r.Args)
+	}
+	if r.ArgumentTrust == "" {
+		r.ArgumentTrust = runtime.TrustUser
+	}
+	return h.pipe.Execute(ctx, runtime.Call{
+		Tenant: p.Tenant, Principal: p, SessionID: r.SessionID, RunID: r.RunID, Step: r.Step, CallID: r.CallID,
+		Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspace,
+	})
+}

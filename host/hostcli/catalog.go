@@ -1,0 +1,100 @@
+package hostcli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/toolgen/toolgen/host"
+)
+
+func runCatalog(e *env, cmd string, args []string) int {
+	fs, c := newFlags(cmd, e)
+	force := fs.String("force-epoch", "", "re-pin every running session's catalog of SERVER to its current tools")
+	reason := fs.String("reason", "", "why (recorded with a forced epoch)")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return usageErr(e, cmd, "takes no arguments besides flags")
+	}
+	h, actor, err := c.openActor(e)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer h.Close()
+	if *force != "" {
+		id, err := h.Operator().ForceEpoch(e.ctx, actor, *force, *reason)
+		switch {
+		case errors.Is(err, host.ErrUnknownServer):
+			fmt.Fprintf(e.stderr, "%s catalog: %v\n", e.name, err)
+			return ExitTrouble
+		case errors.Is(err, host.ErrRateLimited):
+			return refused(e, cmd, err)
+		case err != nil:
+			return fail(e, cmd, err)
+		}
+		if c.json {
+			writeJSON(e.stdout, map[string]any{"server": *force, "forced_epoch": id})
+		} else {
+			fmt.Fprintf(e.stdout, "forced epoch %d recorded for %s: serving processes re-pin its tools in every running session\n", id, *force)
+		}
+		return ExitOK
+	}
+	history, err := h.Operator().CatalogHistory(e.ctx, actor)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	served := h.Registry().Current()
+	if c.json {
+		type tool struct {
+			Name    string `json:"name"`
+			Version int    `json:"version"`
+			SHA256  string `json:"schema_sha256"`
+		}
+		type change struct {
+			ID       int64           `json:"id"`
+			At       time.Time       `json:"at"`
+			ServerID string          `json:"server_id"`
+			Change   string          `json:"change"`
+			Tool     string          `json:"tool,omitempty"`
+			SHA256   string          `json:"sha256,omitempty"`
+			Detail   json.RawMessage `json:"detail,omitempty"`
+		}
+		out := struct {
+			Tools   []tool   `json:"tools"`
+			History []change `json:"history"`
+		}{Tools: []tool{}, History: []change{}}
+		for _, s := range served {
+			out.Tools = append(out.Tools, tool{s.Name, s.Version, s.SchemaSHA256})
+		}
+		for _, ch := range history {
+			out.History = append(out.History, change{ch.ID, ch.At, ch.ServerID, ch.Change, ch.Tool, ch.SHA256, ch.Detail})
+		}
+		writeJSON(e.stdout, out)
+		return ExitOK
+	}
+	var tab [][]string
+	for _, s := range served {
+		tab = append(tab, []string{s.Name, strconv.Itoa(s.Version), short(s.SchemaSHA256)})
+	}
+	fmt.Fprintln(e.stdout, "tools served by this host (this process):")
+	table(e.stdout, []string{"TOOL", "VERSION", "SCHEMA_SHA256"}, tab)
+	fmt.Fprintln(e.stdout, "\nupstream catalog history (drift is recorded here; running sessions keep their pins):")
+	if len(history) == 0 {
+		fmt.Fprintln(e.stdout, "none recorded")
+		return ExitOK
+	}
+	tab = nil
+	for _, ch := range history {
+		tab = append(tab, []string{ch.At.UTC().Format(time.RFC3339), ch.ServerID, ch.Change, orDash(ch.Tool), short(ch.SHA256)})
+	}
+	table(e.stdout, []string{"AT", "SERVER", "CHANGE", "TOOL", "SHA256"}, tab)
+	return ExitOK
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return orDash(h)
+}

@@ -1,0 +1,74 @@
+package hostcli
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/toolgen/toolgen/host"
+)
+
+// runServe is serve: the registry over MCP, on one stdio connection (--stdio) or over
+// Streamable HTTP (--http ADDR: MCP at host.MCPPath, metrics, devices and the event
+// stream beside it; see host.Handler). Either way the host maintains itself while it
+// serves: leases renewed, the periodic recovery pass, forced epochs applied.
+func runServe(e *env, cmd string, args []string) int {
+	fs, c := newFlags(cmd, e)
+	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout")
+	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+host.MCPPath+", Prometheus metrics at GET "+host.MetricsPath+
+		", devices at "+host.DevicesPath+", events at GET "+host.EventsPath)
+	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
+	mode := fs.String("mode", "", "serve only this mode of the protocol")
+	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
+	noServers := fs.Bool("no-servers", false, "do not connect the upstream servers of servers/*.yaml")
+	hold := fs.Duration("hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return usageErr(e, cmd, "takes no arguments besides flags")
+	}
+	if *stdio == (*addr != "") {
+		return usageErr(e, cmd, "want exactly one of --stdio, --http ADDR")
+	}
+	var servers []string
+	if *noServers {
+		servers = []string{}
+	}
+	h, err := c.open(e, servers, func(hc *host.Config) {
+		hc.Protocol, hc.Mode, hc.Session, hc.ApprovalHold = *proto, *mode, *session, *hold
+	})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer h.Close()
+	if *stdio {
+		if err := h.ServeStdio(e.ctx, e.stdin, e.stdout); err != nil {
+			return fail(e, cmd, err)
+		}
+		return ExitOK
+	}
+	if !h.HasPrincipals() && !loopback(*addr) {
+		return fail(e, cmd, fmt.Errorf("--http %s: without principals.yaml anyone who reaches the port would act as %q; serve on a loopback address, or declare the principals (ID-1)", *addr, c.principal))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	a := ln.Addr()
+	fmt.Fprintf(e.stderr, "%s: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s\n",
+		e.name, a, host.MCPPath, a, host.MetricsPath, a, host.DevicesPath, a, host.EventsPath)
+	if err := h.Serve(e.ctx, ln); err != nil {
+		return fail(e, cmd, err)
+	}
+	return ExitOK
+}
+
+// loopback reports whether a listen address can only be reached from this machine.
+func loopback(addr string) bool {
+	hostname, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostname)
+	return ip != nil && ip.IsLoopback()
+}

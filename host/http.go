@@ -1,0 +1,238 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/toolgen/toolgen/internal/events"
+	"github.com/toolgen/toolgen/internal/identity"
+	"github.com/toolgen/toolgen/mcp/device"
+	mcpserver "github.com/toolgen/toolgen/mcp/server"
+	"github.com/toolgen/toolgen/spec"
+)
+
+// The paths Handler serves.
+const (
+	MCPPath      = "/mcp"                                  // MCP, Streamable HTTP
+	MetricsPath  = "/metrics"                              // GET: the pipeline's metrics, Prometheus exposition
+	EventsPath   = events.Path                             // GET: the event stream (SSE, EV-1)
+	DevicesPath  = device.ConnectPath                      // devices dial in here (DEV-1)
+	MetadataPath = "/.well-known/oauth-protected-resource" // GET: RFC 9728 metadata, with principals.yaml
+)
+
+// httpParts is what Handler assembled, closed with the host.
+type httpParts struct {
+	handler http.Handler
+	events  *events.Handler
+	gateway *device.Gateway
+}
+
+func (p *httpParts) close() {
+	p.events.Close()
+	p.gateway.Close()
+}
+
+// Handler returns the host's HTTP handler: MCP at MCPPath, the event stream at
+// EventsPath, the metrics at MetricsPath, devices at DevicesPath and, with
+// principals.yaml, the OAuth protected-resource metadata at MetadataPath.
+//
+// With principals.yaml every request to MCPPath and EventsPath needs a bearer token
+// that verifies (401 with WWW-Authenticate naming the metadata otherwise), and the
+// verified principal is the caller, held to its tenant. Without the file nobody is
+// authenticated, so the handler serves only requests from a loopback address (403
+// otherwise), where the caller is Config.Principal.
+//
+// Mount it on your own server and call Start (ListenAndServe and Serve do both).
+func (h *Host) Handler() (http.Handler, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.http != nil {
+		return h.http.handler, nil
+	}
+	principal, err := h.Principal("")
+	if err != nil {
+		return nil, err
+	}
+	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal,
+		PrincipalOf: identity.PrincipalFrom, Workspace: h.workspace, Logger: h.log}
+	if h.modes != nil {
+		opts.Modes = h.modes
+	}
+	srv, err := mcpserver.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	eopts := events.Options{Store: h.st, Logger: h.log.With("component", "events")}
+	if h.verifier != nil {
+		eopts.TenantOf = func(r *http.Request) (string, bool) {
+			p, ok := identity.PrincipalFrom(auth.TokenInfoFromContext(r.Context()))
+			return p.Tenant, ok
+		}
+	}
+	evs, err := events.NewHandler(eopts)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := device.NewGateway(device.Options{Devices: h.tree.Devices, Registry: h.reg, Store: h.st,
+		Tenant: principal.Tenant, Logger: h.log.With("component", "devices")})
+	if err != nil {
+		evs.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, h.protect(srv.HTTPHandler()))
+	mux.Handle("GET "+MetricsPath, h.metrics.Handler)
+	mux.Handle("GET "+EventsPath, h.protect(evs))
+	mux.Handle(DevicesPath, gw)
+	var handler http.Handler = mux
+	if h.verifier != nil {
+		mux.Handle("GET "+MetadataPath, h.metadata())
+		mux.Handle("GET "+MetadataPath+MCPPath, h.metadata())
+	} else {
+		handler = loopbackOnly(mux)
+	}
+	h.http = &httpParts{handler: handler, events: evs, gateway: gw}
+	return handler, nil
+}
+
+// ListenAndServe serves Handler on addr until ctx is done, running the host's
+// maintenance meanwhile. Without principals.yaml addr must be a loopback address:
+// anyone who reached the port would act as the local principal.
+func (h *Host) ListenAndServe(ctx context.Context, addr string) error {
+	if h.verifier == nil && !loopbackAddr(addr) {
+		return fmt.Errorf("%s: without %s anyone who reaches the port would act as %q; serve on a loopback address, or declare the principals (ID-1)",
+			addr, spec.PrincipalsFile, h.principalID())
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return h.Serve(ctx, ln)
+}
+
+// Serve serves Handler on ln until ctx is done (then shuts down gracefully, within 5
+// s), running the host's maintenance meanwhile.
+func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
+	handler, err := h.Handler()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if err := h.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// An event stream never ends by itself; its client resumes elsewhere.
+	hs.RegisterOnShutdown(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.http.events.Close()
+	})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	}()
+	err = hs.Serve(ln)
+	close(done)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (h *Host) principalID() string {
+	if h.cfg.Principal != "" {
+		return h.cfg.Principal
+	}
+	return DefaultPrincipal
+}
+
+// protect requires a verified bearer token on next (ID-1), when there are principals.
+func (h *Host) protect(next http.Handler) http.Handler {
+	if h.verifier == nil {
+		return next
+	}
+	verify := h.verifier.TokenVerifier()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opts := &auth.RequireBearerTokenOptions{ResourceMetadataURL: baseURL(r) + MetadataPath, AllowMissingExpiration: true}
+		auth.RequireBearerToken(verify, opts)(next).ServeHTTP(w, r)
+	})
+}
+
+// metadata serves the protected-resource metadata (RFC 9728): the resource
+// (principals.yaml's, or the MCP endpoint as this request reached it) and its
+// authorization servers (the file's, or the issuers).
+func (h *Host) metadata() http.Handler {
+	p := h.tree.Principals
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := &oauthex.ProtectedResourceMetadata{
+			Resource:               p.Resource,
+			BearerMethodsSupported: []string{"header"},
+			ResourceName:           "toolgen",
+		}
+		if m.Resource == "" {
+			m.Resource = baseURL(r) + MCPPath
+		}
+		for _, s := range p.AuthorizationServers {
+			m.AuthorizationServers = append(m.AuthorizationServers, s.Name)
+		}
+		if len(m.AuthorizationServers) == 0 {
+			for _, is := range p.Issuers {
+				m.AuthorizationServers = append(m.AuthorizationServers, is.Issuer)
+			}
+		}
+		auth.ProtectedResourceMetadataHandler(m).ServeHTTP(w, r)
+	})
+}
+
+// baseURL is the scheme and host a request reached this server at.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// loopbackAddr reports whether a listen address can only be reached from this machine.
+func loopbackAddr(addr string) bool {
+	hostname, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostname)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOnly refuses requests whose peer is not on this machine: without
+// principals every caller acts as the local principal, so the handler itself holds the
+// line wherever it is mounted.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hostname, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(hostname); err != nil || ip == nil || !ip.IsLoopback() {
+			http.Error(w, "toolgen: without principals.yaml only this machine is served", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,274 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// Operator is the operator service (HOST-2): the reviews people make of the pipeline's
+// work — held calls approved or denied, UNCERTAIN calls resolved, the audit log read,
+// a server's catalog epoch forced. It holds the rules of those reviews once, so that
+// every surface (toolrun's commands, an embedder's own, the console) applies the same:
+//
+//   - an actor sees and acts on its own tenant's work only (ID-2): another tenant's
+//     invocation is ErrNotFound, exactly as one that does not exist;
+//   - a held call is decided by a principal holding ApproveScope, never by its own
+//     caller (POL-3);
+//   - the audit entry of a decision or a review is written in the decision's own
+//     transaction: there is no decision without its entry, and no entry without it.
+//
+// The actor is a principal the host resolved (Host.Principal, Host.VerifyToken).
+type Operator struct{ h *Host }
+
+// Operator returns the host's operator service.
+func (h *Host) Operator() *Operator { return &Operator{h: h} }
+
+// Errors of the operator service (test with errors.Is).
+var (
+	ErrNotFound      = errors.New("no such invocation in the actor's tenant")
+	ErrNotHeld       = errors.New("the invocation does not wait for a decision")
+	ErrSelfDecision  = errors.New("another principal must decide it")
+	ErrMissingScope  = errors.New("does not hold the approving scope " + ApproveScope)
+	ErrNotUncertain  = errors.New("the invocation is not an unresolved UNCERTAIN call")
+	ErrRateLimited   = errors.New("rate limited")
+	ErrUnknownServer = errors.New("no such server")
+)
+
+// Audit entry kinds the operator service writes.
+const (
+	AuditApproval    = "approval"
+	AuditResolve     = "resolve"
+	AuditForcedEpoch = "forced_epoch"
+)
+
+// Approvals lists the held calls of the actor's tenant that no one has decided yet,
+// oldest first.
+func (o *Operator) Approvals(ctx context.Context, actor runtime.Principal) ([]*store.Invocation, error) {
+	return o.h.st.InvocationList(ctx, store.InvocationFilter{Tenant: actor.Tenant, AwaitingApproval: true})
+}
+
+// Approve approves held call id; the caller's waiting hold, or its retry with the same
+// call, then runs it. See Decide.
+func (o *Operator) Approve(ctx context.Context, actor runtime.Principal, id int64, reason string) (*store.Invocation, error) {
+	return o.Decide(ctx, actor, id, true, reason)
+}
+
+// Deny denies held call id: it ends denied/approval_denied. See Decide.
+func (o *Operator) Deny(ctx context.Context, actor runtime.Principal, id int64, reason string) (*store.Invocation, error) {
+	return o.Decide(ctx, actor, id, false, reason)
+}
+
+// Decide records actor's decision on held call id, with its audit entry in the same
+// transaction, and returns the call's row as it was decided. ErrNotFound (not in the
+// actor's tenant), ErrMissingScope, ErrSelfDecision, ErrNotHeld (not held, or decided
+// already).
+func (o *Operator) Decide(ctx context.Context, actor runtime.Principal, id int64, approve bool, reason string) (*store.Invocation, error) {
+	inv, err := o.visible(ctx, actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(actor.Scopes, ApproveScope) {
+		return nil, fmt.Errorf("%s %w", actor.ID, ErrMissingScope)
+	}
+	detail, err := json.Marshal(map[string]any{"approved": approve, "reason": reason, "invocation": id})
+	if err != nil {
+		return nil, err
+	}
+	audit := o.entry(actor, inv, AuditApproval, detail)
+	switch err := runtime.DecideApproval(ctx, o.h.st, inv.Key, actor, approve, reason, &audit); {
+	case errors.Is(err, runtime.ErrSelfApproval):
+		return nil, fmt.Errorf("%s made call %d; %w", inv.Principal, id, ErrSelfDecision)
+	case errors.Is(err, runtime.ErrNotHeld), errors.Is(err, store.ErrConflict):
+		return nil, fmt.Errorf("invocation %d (status %s): %w", id, inv.Status, ErrNotHeld)
+	case err != nil:
+		return nil, err
+	}
+	return inv, nil
+}
+
+// Uncertain lists the UNCERTAIN calls of the actor's tenant waiting for a person's
+// review, oldest first.
+func (o *Operator) Uncertain(ctx context.Context, actor runtime.Principal) ([]*store.Invocation, error) {
+	return o.h.st.InvocationListUncertain(ctx, actor.Tenant)
+}
+
+// Resolve records actor's review of UNCERTAIN call id — its effect happened, or did
+// not — with its audit entry in the same transaction, and returns the row.
+// ErrNotFound (not in the actor's tenant), ErrNotUncertain.
+func (o *Operator) Resolve(ctx context.Context, actor runtime.Principal, id int64, happened bool, reason string) (*store.Invocation, error) {
+	inv, err := o.visible(ctx, actor, id)
+	if err != nil {
+		return nil, err
+	}
+	resolution := store.ResolutionDidNotHappen
+	if happened {
+		resolution = store.ResolutionHappened
+	}
+	detail, err := json.Marshal(map[string]string{"resolution": resolution, "reason": reason})
+	if err != nil {
+		return nil, err
+	}
+	audit := o.entry(actor, inv, AuditResolve, detail)
+	switch inv, err = o.h.st.InvocationResolveUncertain(ctx, id, resolution, actor.ID, &audit); {
+	case errors.Is(err, store.ErrConflict):
+		return nil, fmt.Errorf("invocation %d: %w", id, ErrNotUncertain)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("invocation %d: %w", id, ErrNotFound)
+	case err != nil:
+		return nil, err
+	}
+	return inv, nil
+}
+
+// AuditFilter selects audit lines; every zero field is "any".
+type AuditFilter struct {
+	SessionID string
+}
+
+// AuditLine is one line of the audit view: an audit_log entry, or a tool_call — an
+// invocation row, which records the mode that was active (WF-5). Reading tool calls
+// from their rows keeps a call's commit budget (RT-3) and cannot disagree with them.
+type AuditLine struct {
+	At        time.Time       `json:"at"`
+	Kind      string          `json:"kind"`
+	Mode      string          `json:"mode"`
+	Principal string          `json:"principal"`
+	SessionID string          `json:"session_id"`
+	Tool      string          `json:"tool,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	Reason    string          `json:"reason_code,omitempty"`
+	ID        int64           `json:"id"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+}
+
+// auditPage is how many rows one read of the audit view takes.
+const auditPage = 500
+
+// Audit returns the actor's tenant's audit view in time order: the audit log and
+// every tool call, each with the mode that was active.
+func (o *Operator) Audit(ctx context.Context, actor runtime.Principal, f AuditFilter) ([]AuditLine, error) {
+	lines := []AuditLine{}
+	for after := int64(0); ; {
+		page, err := o.h.st.AuditList(ctx, actor.Tenant, after, auditPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range page {
+			if f.SessionID == "" || a.SessionID == f.SessionID {
+				lines = append(lines, AuditLine{At: a.At, Kind: a.Kind, Mode: a.Mode, Principal: a.Principal,
+					SessionID: a.SessionID, Tool: a.Tool, ID: a.ID, Detail: a.Detail})
+			}
+			after = a.ID
+		}
+		if len(page) < auditPage {
+			break
+		}
+	}
+	for after := int64(0); ; {
+		rows, err := o.h.st.InvocationList(ctx, store.InvocationFilter{Tenant: actor.Tenant, SessionID: f.SessionID, AfterID: after, Limit: auditPage})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			lines = append(lines, AuditLine{At: r.CreatedAt, Kind: "tool_call", Mode: r.Mode, Principal: r.Principal,
+				SessionID: r.SessionID, Tool: r.Tool, Status: string(r.Status), Reason: r.ReasonCode, ID: r.ID})
+			after = r.ID
+		}
+		if len(rows) < auditPage {
+			break
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b AuditLine) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
+	})
+	return lines, nil
+}
+
+// ChangeForcedEpoch is the mcp_catalog_history change a forced epoch records; the
+// adapter's own changes are mcp/upstream's Change* constants.
+const ChangeForcedEpoch = "forced_epoch"
+
+// ForceEpochWindow is the rate limit of forced epochs: at most one per server per
+// window. A forced epoch changes what running sessions may call, so it is rare by
+// design; the window keeps a script in a loop from turning pinning off.
+const ForceEpochWindow = time.Minute
+
+// ForceEpoch records an operator's forced epoch of upstream server id (MCP-7): every
+// serving process on the store re-pins that server's tools in every running session
+// (Start's watcher applies it). Logged, audited and rate-limited (ErrRateLimited);
+// ErrUnknownServer for a server of no servers/*.yaml, or another tenant's. It returns
+// the catalog history entry's id.
+func (o *Operator) ForceEpoch(ctx context.Context, actor runtime.Principal, id, reason string) (int64, error) {
+	srv := o.h.tree.Server(id)
+	if srv == nil || (srv.Tenant != "" && srv.Tenant != actor.Tenant) {
+		return 0, fmt.Errorf("%q: %w in %s/servers", id, ErrUnknownServer, o.h.dir)
+	}
+	history, err := o.h.st.CatalogHistoryList(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	var last *store.CatalogChange
+	for i := range history {
+		if history[i].Change == ChangeForcedEpoch {
+			last = &history[i]
+		}
+	}
+	// Entries carry the store's clock; the host and its store share a clock in
+	// practice, and a skew only shifts the window.
+	if last != nil {
+		if wait := ForceEpochWindow - time.Since(last.At); wait > 0 {
+			return 0, fmt.Errorf("a forced epoch of %s was recorded at %s; at most one per %s (try again in %s): %w",
+				id, last.At.UTC().Format(time.RFC3339), ForceEpochWindow, wait.Round(time.Second), ErrRateLimited)
+		}
+	}
+	detail, _ := json.Marshal(map[string]string{"by": actor.ID, "reason": reason})
+	hid, err := o.h.st.CatalogHistoryAppend(ctx, store.CatalogChange{ServerID: id, Change: ChangeForcedEpoch, Detail: detail})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := o.h.st.AuditAppend(ctx, store.AuditEntry{Tenant: actor.Tenant, Kind: AuditForcedEpoch, Principal: actor.ID,
+		Detail: detail, Tool: "mcp." + id + ".*"}); err != nil {
+		return 0, err
+	}
+	o.h.log.Warn("forced epoch recorded", "server", id, "by", actor.ID, "history_id", hid)
+	return hid, nil
+}
+
+// CatalogHistory lists the upstream catalog changes recorded on the store, oldest
+// first (drift is recorded; running sessions keep their pins).
+func (o *Operator) CatalogHistory(ctx context.Context, actor runtime.Principal) ([]store.CatalogChange, error) {
+	all, err := o.h.st.CatalogHistoryList(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(c store.CatalogChange) bool {
+		srv := o.h.tree.Server(c.ServerID)
+		return srv != nil && srv.Tenant != "" && srv.Tenant != actor.Tenant
+	}), nil
+}
+
+// visible reads invocation id as actor's tenant sees it (ID-2).
+func (o *Operator) visible(ctx context.Context, actor runtime.Principal, id int64) (*store.Invocation, error) {
+	inv, err := o.h.st.InvocationGet(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound), err == nil && inv.Tenant != actor.Tenant:
+		return nil, fmt.Errorf("invocation %d in tenant %s: %w", id, actor.Tenant, ErrNotFound)
+	case err != nil:
+		return nil, err
+	}
+	return inv, nil
+}
+
+// entry is the audit entry of actor's review of inv, in the mode the call ran in.
+func (o *Operator) entry(actor runtime.Principal, inv *store.Invocation, kind string, detail json.RawMessage) store.AuditEntry {
+	return store.AuditEntry{Tenant: inv.Tenant, Kind: kind, Principal: actor.ID, SessionID: inv.SessionID,
+		Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: detail}
+}

@@ -1,0 +1,82 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/spec"
+)
+
+// ApproveScope is the scope a principal needs to approve or deny a held call through
+// the operator service (POL-3: besides never being the call's caller).
+const ApproveScope = "approvals.decide"
+
+// ErrUnknownPrincipal is returned for a principal principals.yaml does not declare.
+var ErrUnknownPrincipal = errors.New("not declared in " + spec.PrincipalsFile + " (tokens or local)")
+
+// HasPrincipals reports whether the spec root declares its principals
+// (principals.yaml): then every HTTP request needs a verified bearer token, and only
+// declared principals act.
+func (h *Host) HasPrincipals() bool { return h.verifier != nil }
+
+// Principal returns the principal id acts as (ID-1). With principals.yaml it must be
+// declared there (as a static token's principal or a local one), with the file's tenant
+// and scopes. Without the file the host's own operator acts on its own machine: id in
+// Config.Tenant, with every scope the served tools (and declared devices) require plus
+// ApproveScope — never the scope of unclassified servers, which no principal holds.
+func (h *Host) Principal(id string) (runtime.Principal, error) {
+	if id == "" {
+		id = h.cfg.Principal
+	}
+	if id == "" {
+		id = DefaultPrincipal
+	}
+	if h.verifier != nil {
+		p, ok := h.verifier.Local(id)
+		if !ok {
+			return runtime.Principal{}, fmt.Errorf("principal %s %w", id, ErrUnknownPrincipal)
+		}
+		return p, nil
+	}
+	p := runtime.Principal{ID: id, Tenant: h.localTenant(), Scopes: []string{ApproveScope}}
+	for _, t := range h.reg.Current() {
+		p.Scopes = append(p.Scopes, t.RequiredScopes...)
+	}
+	for _, d := range h.tree.Devices { // their tools register when they dial in
+		for _, s := range d.Server.RequiredScopes {
+			p.Scopes = append(p.Scopes, s.Name)
+		}
+	}
+	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
+	slices.Sort(p.Scopes)
+	p.Scopes = slices.Compact(p.Scopes)
+	return p, nil
+}
+
+// VerifyToken returns the principal a bearer token proves (a static token of
+// principals.yaml or a JWT of one of its issuers). Without principals.yaml nothing can
+// be verified.
+func (h *Host) VerifyToken(ctx context.Context, token string) (runtime.Principal, error) {
+	if h.verifier == nil {
+		return runtime.Principal{}, fmt.Errorf("there is no %s to verify a token against", spec.PrincipalsFile)
+	}
+	p, _, err := h.verifier.Verify(ctx, token)
+	return p, err
+}
+
+// localTenant is the tenant of the host's own work without principals.yaml: the
+// devices it accepts, the wf1_violation entry of a refused protocol.
+func (h *Host) localTenant() string {
+	if h.tree.Principals != nil && h.cfg.Principal != "" {
+		if sp := h.tree.Principals.Principal(h.cfg.Principal); sp != nil {
+			return sp.Tenant
+		}
+	}
+	if h.cfg.Tenant != "" {
+		return h.cfg.Tenant
+	}
+	return DefaultTenant
+}
