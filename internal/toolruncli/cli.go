@@ -299,16 +299,17 @@ func (c *common) visibleInvocation(e *env, st store.Store, id int64) (*store.Inv
 	return inv, err
 }
 
-// auditDecision appends the audit entry of a person's decision on an invocation
-// (kind resolve or approval), in the mode the call ran in.
-func (c *common) auditDecision(e *env, st store.Store, inv *store.Invocation, kind string, detail any) error {
+// decisionAudit is the audit entry of a person's decision on an invocation (kind
+// resolve or approval), in the mode the call ran in. The store writes it in the
+// decision's own transaction (HOST-2): no decision without its entry, no entry
+// without its decision.
+func (c *common) decisionAudit(inv *store.Invocation, kind string, detail any) (*store.AuditEntry, error) {
 	raw, err := json.Marshal(detail)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = st.AuditAppend(e.ctx, store.AuditEntry{Tenant: inv.Tenant, Kind: kind, Principal: c.principal,
-		SessionID: inv.SessionID, Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: raw})
-	return err
+	return &store.AuditEntry{Tenant: inv.Tenant, Kind: kind, Principal: c.principal,
+		SessionID: inv.SessionID, Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: raw}, nil
 }
 
 func fail(e *env, cmd string, err error) int {
@@ -480,11 +481,14 @@ func runRecover(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	if c.json {
-		writeJSON(e.stdout, map[string]int{"reclaimed": rep.Reclaimed, "retried": rep.Retried, "uncertain": rep.Uncertain, "failed": rep.Failed})
+		writeJSON(e.stdout, map[string]int{"reclaimed": rep.Reclaimed, "retried": rep.Retried, "uncertain": rep.Uncertain, "failed": rep.Failed,
+			"skipped_not_registered": rep.SkippedNotRegistered, "skipped_changed": rep.SkippedChanged})
 		return ExitOK
 	}
-	fmt.Fprintf(e.stdout, "reclaimed %d expired lease(s): %d retried, %d UNCERTAIN (run toolrun uncertain), %d failed crash_loop\n",
-		rep.Reclaimed, rep.Retried, rep.Uncertain, rep.Failed)
+	// The skipped calls are left for a worker that has their tool (LIFE-1): never settled here.
+	fmt.Fprintf(e.stdout, "reclaimed %d expired lease(s): %d retried, %d UNCERTAIN (run toolrun uncertain), %d failed crash_loop; "+
+		"skipped %d: tool not registered here, %d: definition changed\n",
+		rep.Reclaimed, rep.Retried, rep.Uncertain, rep.Failed, rep.SkippedNotRegistered, rep.SkippedChanged)
 	return ExitOK
 }
 
@@ -600,7 +604,8 @@ func runResolve(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	defer st.Close()
-	if _, err := c.visibleInvocation(e, st, id); errors.Is(err, store.ErrNotFound) {
+	visible, err := c.visibleInvocation(e, st, id)
+	if errors.Is(err, store.ErrNotFound) {
 		fmt.Fprintf(e.stderr, "toolrun resolve: no invocation %d in tenant %s\n", id, c.tenant)
 		return ExitFailed
 	} else if err != nil {
@@ -610,15 +615,17 @@ func runResolve(e *env, cmd string, args []string) int {
 	if *happened {
 		resolution = "happened"
 	}
-	inv, err := st.InvocationResolveUncertain(e.ctx, id, resolution, c.principal)
+	// The review changes none of the fields the entry takes from the row.
+	audit, err := c.decisionAudit(visible, "resolve", map[string]string{"resolution": resolution})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	inv, err := st.InvocationResolveUncertain(e.ctx, id, resolution, c.principal, audit)
 	if errors.Is(err, store.ErrConflict) {
 		fmt.Fprintf(e.stderr, "toolrun resolve: invocation %d is not an unresolved UNCERTAIN call\n", id)
 		return ExitFailed
 	}
 	if err != nil {
-		return fail(e, cmd, err)
-	}
-	if err := c.auditDecision(e, st, inv, "resolve", map[string]string{"resolution": resolution}); err != nil {
 		return fail(e, cmd, err)
 	}
 	if c.json {
@@ -662,7 +669,11 @@ func runDecide(e *env, cmd string, args []string) int {
 		return ExitFailed
 	}
 	approver := runtime.Principal{ID: c.principal, Tenant: c.tenant}
-	switch err := runtime.DecideApproval(e.ctx, st, inv.Key, approver, approved, *reason); {
+	audit, err := c.decisionAudit(inv, "approval", map[string]any{"approved": approved, "reason": *reason, "invocation": id})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	switch err := runtime.DecideApproval(e.ctx, st, inv.Key, approver, approved, *reason, audit); {
 	case errors.Is(err, runtime.ErrSelfApproval):
 		fmt.Fprintf(e.stderr, "toolrun %s: %s made call %d; another principal must decide it (use --principal)\n", cmd, inv.Principal, id)
 		return ExitFailed
@@ -670,9 +681,6 @@ func runDecide(e *env, cmd string, args []string) int {
 		fmt.Fprintf(e.stderr, "toolrun %s: invocation %d does not wait for a decision (status %s)\n", cmd, id, inv.Status)
 		return ExitFailed
 	case err != nil:
-		return fail(e, cmd, err)
-	}
-	if err := c.auditDecision(e, st, inv, "approval", map[string]any{"approved": approved, "reason": *reason, "invocation": id}); err != nil {
 		return fail(e, cmd, err)
 	}
 	verb := "denied"
