@@ -14,10 +14,6 @@ import (
 	"github.com/toolgen/toolgen/runtime"
 )
 
-// MetricsPath is where toolrun serve --http serves the pipeline's metrics, in the
-// Prometheus text exposition format (GET).
-const MetricsPath = "/metrics"
-
 // promMetrics are the pipeline's metrics of one serving process, exported for
 // Prometheus: an OpenTelemetry SDK MeterProvider whose only reader is the Prometheus
 // exporter, registered on a registry of its own — never the global default registry,

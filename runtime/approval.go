@@ -18,8 +18,11 @@ var ErrNotHeld = errors.New("runtime: no held call has this key")
 // DecideApproval records an approval or denial of a held call (POL-3), by key, made by
 // approver. It refuses a decision by the call's own principal, from another tenant, or
 // on a call that is not held. The call's retry with the same key finds the decision at
-// step 8 (or its waiting hold sees it).
-func DecideApproval(ctx context.Context, st store.Store, key string, approver Principal, approved bool, reason string) error {
+// step 8 (or its waiting hold sees it). audit, when not nil, is the decision's audit
+// entry: the store writes it in the decision's transaction, so a decision is never
+// recorded without it nor it without the decision (HOST-2). Its tenant must be the
+// call's.
+func DecideApproval(ctx context.Context, st store.Store, key string, approver Principal, approved bool, reason string, audit *store.AuditEntry) error {
 	inv, err := st.InvocationGetByKey(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNotHeld
@@ -37,5 +40,5 @@ func DecideApproval(ctx context.Context, st store.Store, key string, approver Pr
 	}
 	return st.ApprovalDecide(ctx, store.Approval{
 		Key: key, Tenant: inv.Tenant, Approved: approved, DecidedBy: approver.ID, Reason: reason,
-	})
+	}, audit)
 }

@@ -436,7 +436,7 @@ func (p *Pipeline) insertParams(c *call) store.InsertParams {
 	return store.InsertParams{
 		Key: c.key, Tenant: c.Tenant, Principal: c.Principal.ID, SessionID: c.SessionID,
 		RunID: c.RunID, Step: c.Step, CallID: c.CallID, Tool: c.spec.Name,
-		ToolVersion: c.spec.Version, Idempotency: string(c.spec.Idempotency),
+		ToolVersion: c.spec.Version, ToolSHA256: c.spec.SchemaSHA256, Idempotency: string(c.spec.Idempotency),
 		IdempotentWhen: c.idemWhen, Args: c.canonicalArgs, ArgsHash: c.argsHash,
 		OriginTrust: string(c.originTrust), ArgumentTrust: string(c.argumentTrust),
 		Mode: c.mode, Decision: c.decision.Verdict,

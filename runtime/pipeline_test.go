@@ -171,7 +171,7 @@ func testCommitsPerCallClass(t *testing.T, st store.Store) {
 	done := make(chan runtime.Outcome)
 	go func() { done <- h.exec(c) }()
 	key := waitForPending(t, h, "c-deploy")
-	if err := h.store.ApprovalDecide(h.ctx, store.Approval{Key: key, Tenant: "acme", Approved: true, DecidedBy: "bob"}); err != nil {
+	if err := h.store.ApprovalDecide(h.ctx, store.Approval{Key: key, Tenant: "acme", Approved: true, DecidedBy: "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	o := <-done
@@ -360,7 +360,7 @@ func TestExecute_ApprovalHoldBoundedAndDenied(t *testing.T) {
 	}
 	// The row stays PENDING; a denial by another principal is found on retry.
 	key := waitForPending(t, h, "c-deploy")
-	if err := h.store.ApprovalDecide(h.ctx, store.Approval{Key: key, Tenant: "acme", Approved: false, DecidedBy: "bob"}); err != nil {
+	if err := h.store.ApprovalDecide(h.ctx, store.Approval{Key: key, Tenant: "acme", Approved: false, DecidedBy: "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, h.exec(c), runtime.OutcomeDenied, runtime.ReasonApprovalDenied)
@@ -377,7 +377,7 @@ func TestExecute_WatermarkFailureSendsNoEffect(t *testing.T) {
 	// write fails and the effect is not sent.
 	send.run = func(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
 		time.Sleep(100 * time.Millisecond)
-		if _, err := h.store.InvocationSweep(ctx, store.SweepParams{Limit: 10, MaxAttempts: 5}); err != nil {
+		if _, err := h.store.InvocationSweep(ctx, store.SweepParams{Limit: 10, MaxAttempts: 5, Claimable: store.Claimable{AllTools: true}}); err != nil {
 			return runtime.ToolResult{}, err
 		}
 		if err := tc.MarkEffectSent(ctx); err != nil {
@@ -581,15 +581,15 @@ func TestDecideApproval_OnlyAnotherPrincipalOfTheTenant(t *testing.T) {
 	wantStatus(t, h.exec(c), runtime.OutcomeUnavailable, runtime.ReasonApprovalPending)
 	key := waitForPending(t, h, "c-deploy")
 
-	if err := runtime.DecideApproval(h.ctx, h.store, key, alice, true, ""); !errors.Is(err, runtime.ErrSelfApproval) {
+	if err := runtime.DecideApproval(h.ctx, h.store, key, alice, true, "", nil); !errors.Is(err, runtime.ErrSelfApproval) {
 		t.Fatalf("self-approval: err = %v, want ErrSelfApproval", err)
 	}
 	mallory := runtime.Principal{ID: "mallory", Tenant: "other"}
-	if err := runtime.DecideApproval(h.ctx, h.store, key, mallory, true, ""); !errors.Is(err, runtime.ErrNotHeld) {
+	if err := runtime.DecideApproval(h.ctx, h.store, key, mallory, true, "", nil); !errors.Is(err, runtime.ErrNotHeld) {
 		t.Fatalf("another tenant: err = %v, want ErrNotHeld", err)
 	}
 	bob := runtime.Principal{ID: "bob", Tenant: "acme"}
-	if err := runtime.DecideApproval(h.ctx, h.store, key, bob, true, "looks right"); err != nil {
+	if err := runtime.DecideApproval(h.ctx, h.store, key, bob, true, "looks right", nil); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, h.exec(c), runtime.OutcomeSucceeded, "")
@@ -656,7 +656,7 @@ func TestBridge_HoldPastBoundTearsTheScriptDown(t *testing.T) {
 	b := runtime.NewBridge(h.p, h.call("", "", ""), script)
 	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: b.ScriptHash() + ":2",
 		Tool: "demo.deploy", ToolVersion: 1, CanonicalArgs: []byte(`{"n":1}`)})
-	if err := runtime.DecideApproval(h.ctx, h.store, key, runtime.Principal{ID: "bob", Tenant: "acme"}, true, ""); err != nil {
+	if err := runtime.DecideApproval(h.ctx, h.store, key, runtime.Principal{ID: "bob", Tenant: "acme"}, true, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(); err != nil {
@@ -832,7 +832,7 @@ func TestKeepLeases_AbandonedCallExpires(t *testing.T) {
 	// Several renewal intervals later, the abandoned row's lease has run out.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		swept, err := inner.InvocationSweep(h.ctx, store.SweepParams{})
+		swept, err := inner.InvocationSweep(h.ctx, store.SweepParams{Claimable: store.Claimable{AllTools: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/toolgen/toolgen/runtime/internal/fastschema"
+	"github.com/toolgen/toolgen/runtime/store"
 
 	"github.com/toolgen/toolgen/internal/names"
 )
@@ -256,6 +257,20 @@ func (r *Registry) Current() []*ToolSpec {
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *ToolSpec) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ToolRefs lists every registered definition as the store names it — name, version
+// and schema_sha256 — sorted by name: the rows recovery on this worker may claim
+// (LIFE-1). Empty when nothing is registered.
+func (r *Registry) ToolRefs() []store.ToolRef {
+	r.mu.RLock()
+	out := make([]store.ToolRef, 0, len(r.tools))
+	for _, reg := range r.tools {
+		out = append(out, store.ToolRef{Name: reg.spec.Name, Version: reg.spec.Version, SHA256: reg.spec.SchemaSHA256})
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b store.ToolRef) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -53,10 +53,10 @@ func TestHold_ProgressThenApproveAndRetry(t *testing.T) {
 
 		// The caller cannot approve its own call; bob can, as `toolrun approve` will.
 		key := keyOf(t, res, "demo.deploy", `{"n":1}`)
-		if err := runtime.DecideApproval(e.ctx, e.store, key, alice, true, ""); !errors.Is(err, runtime.ErrSelfApproval) {
+		if err := runtime.DecideApproval(e.ctx, e.store, key, alice, true, "", nil); !errors.Is(err, runtime.ErrSelfApproval) {
 			t.Fatalf("self-approval: %v, want ErrSelfApproval", err)
 		}
-		if err := runtime.DecideApproval(e.ctx, e.store, key, bob, true, "looks fine"); err != nil {
+		if err := runtime.DecideApproval(e.ctx, e.store, key, bob, true, "looks fine", nil); err != nil {
 			t.Fatalf("approve: %v", err)
 		}
 
@@ -98,7 +98,7 @@ func TestHold_ApprovalDuringWait(t *testing.T) {
 	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "s-wait", CallID: "c-wait", Tool: "demo.deploy", ToolVersion: 1, CanonicalArgs: []byte(`{"n":3}`)})
 	// Wait for the row to be held, then approve (no timing assertion: we poll for state).
 	for {
-		if err := runtime.DecideApproval(e.ctx, e.store, key, bob, true, ""); err == nil {
+		if err := runtime.DecideApproval(e.ctx, e.store, key, bob, true, "", nil); err == nil {
 			break
 		} else if !errors.Is(err, runtime.ErrNotHeld) {
 			t.Fatal(err)

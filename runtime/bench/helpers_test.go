@@ -147,6 +147,7 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 		return "invocationInsertSQL", map[string]any{
 			"key": p.Key, "tenant": p.Tenant, "principal": p.Principal, "session_id": p.SessionID, "run_id": p.RunID,
 			"step_number": p.Step, "call_id": p.CallID, "tool": p.Tool, "tool_version": p.ToolVersion,
+			"tool_sha256": p.ToolSHA256,
 			"idempotency": p.Idempotency, "idempotent_when": idemWhen, "args": nullJSON(p.Args),
 			"args_hash": p.ArgsHash, "origin_trust": p.OriginTrust, "argument_trust": p.ArgumentTrust, "mode": p.Mode,
 			"decision": p.Decision, "status": string(p.Status), "reason_code": p.ReasonCode, "outcome": nullJSON(p.Outcome),

@@ -60,7 +60,7 @@ func (m *MemStore) InvocationInsert(_ context.Context, p store.InsertParams) (*s
 	m.nextID++
 	inv := &store.Invocation{
 		ID: m.nextID, Key: p.Key, Tenant: p.Tenant, Principal: p.Principal, SessionID: p.SessionID,
-		RunID: p.RunID, Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion,
+		RunID: p.RunID, Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion, ToolSHA256: p.ToolSHA256,
 		Idempotency: p.Idempotency, IdempotentWhen: p.IdempotentWhen, Args: p.Args, ArgsHash: p.ArgsHash,
 		OriginTrust: p.OriginTrust, ArgumentTrust: p.ArgumentTrust, Mode: p.Mode, Decision: p.Decision,
 		Status: p.Status, ReasonCode: p.ReasonCode, Outcome: p.Outcome, CreatedAt: now, UpdatedAt: now,
@@ -162,19 +162,25 @@ func (m *MemStore) InvocationSweep(context.Context, store.SweepParams) ([]store.
 	return nil, nil
 }
 
-func (m *MemStore) InvocationListRetryable(context.Context, int) ([]*store.Invocation, error) {
+func (m *MemStore) InvocationListRetryable(context.Context, store.RetryableParams) ([]*store.Invocation, error) {
 	return nil, nil
+}
+
+func (m *MemStore) InvocationCountUnclaimable(context.Context, []store.ToolRef) (store.Unclaimable, error) {
+	return store.Unclaimable{}, nil
 }
 
 func (m *MemStore) InvocationListUncertain(context.Context, string) ([]*store.Invocation, error) {
 	return nil, nil
 }
 
-func (m *MemStore) InvocationResolveUncertain(context.Context, int64, string, string) (*store.Invocation, error) {
+func (m *MemStore) InvocationResolveUncertain(context.Context, int64, string, string, *store.AuditEntry) (*store.Invocation, error) {
 	return nil, ErrNotImplemented
 }
 
-func (m *MemStore) ApprovalDecide(context.Context, store.Approval) error { return ErrNotImplemented }
+func (m *MemStore) ApprovalDecide(context.Context, store.Approval, *store.AuditEntry) error {
+	return ErrNotImplemented
+}
 
 func (m *MemStore) ApprovalGet(context.Context, string) (*store.Approval, error) {
 	return nil, store.ErrNotFound

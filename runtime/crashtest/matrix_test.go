@@ -466,7 +466,7 @@ func approveIfHeld(ctx context.Context, st store.Store, key string) {
 	if _, err := st.ApprovalGet(ctx, key); err == nil {
 		return
 	}
-	_ = st.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob"})
+	_ = st.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob"}, nil)
 }
 
 func getRow(ctx context.Context, st store.Store, key string) (*store.Invocation, error) {

@@ -506,7 +506,7 @@ func (h *harness) runCase(fs *faultstore.Store, sp caseSpec, callID string, n in
 			if !approved {
 				if err := h.raw.ApprovalDecide(context.Background(), store.Approval{
 					Key: key, Tenant: tenant, Approved: true, DecidedBy: "bob",
-				}); err != nil && !errors.Is(err, store.ErrConflict) {
+				}, nil); err != nil && !errors.Is(err, store.ErrConflict) {
 					res.problem("approve: %v", err)
 				}
 				approved = true

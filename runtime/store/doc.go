@@ -30,6 +30,16 @@
 //   - Resolving an UNCERTAIN row keeps it UNCERTAIN and records the resolution, so
 //     step 8 and the breaker still see it; it leaves the review queue.
 //   - An approval can be recorded only for an existing invocation of the same tenant.
+//   - Recovery is confined to the caller's tools (LIFE-1): the sweep and the retryable
+//     list consider only rows whose tool, tool_version and tool_sha256 match a
+//     [ToolRef] of [Claimable] (a row without a hash, recorded before migration 004,
+//     matches by name and version), tested in the statement that selects the rows, so
+//     a row of another tool is neither changed, locked nor counted against the limit.
+//     A zero Claimable is ErrInvalid; AllTools is an explicit opt-in. What is left is
+//     counted by InvocationCountUnclaimable, never settled.
+//   - The audit entry of an approval or a review is written in the same commit as the
+//     decision (HOST-2): a refused decision (ErrNotFound, ErrConflict, ErrInvalid)
+//     writes neither, and an entry of another tenant refuses the decision.
 //
 // store must never import runtime, spec, codegen or mcp: it knows rows, not tools.
 package store

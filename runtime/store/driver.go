@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -61,4 +62,51 @@ func SweptFromRows(rows []*Invocation) []Swept {
 		out = append(out, Swept{Invocation: inv, Decision: d})
 	}
 	return out
+}
+
+// ToolRefsJSON encodes refs as the one parameter the drivers' recovery statements
+// read: a JSON array of {"name", "version", "sha256"} objects, "[]" for none. Both
+// drivers match rows against this one encoding (SQLite with json_each, PostgreSQL
+// with jsonb_to_recordset), so a driver binds a worker's tools without building SQL.
+func ToolRefsJSON(refs []ToolRef) string {
+	type ref struct {
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+		SHA256  string `json:"sha256"`
+	}
+	out := make([]ref, len(refs))
+	for i, r := range refs {
+		out[i] = ref{r.Name, r.Version, r.SHA256}
+	}
+	b, _ := json.Marshal(out) // strings and ints: cannot fail
+	return string(b)
+}
+
+// ToolsParam is c as the drivers bind it: nil (SQL NULL, no filter) for AllTools,
+// otherwise ToolRefsJSON of c.Tools. Call c.Validate first.
+func (c Claimable) ToolsParam() any {
+	if c.AllTools {
+		return nil
+	}
+	return ToolRefsJSON(c.Tools)
+}
+
+// ValidateToolRefs reports whether every ref has a name (ErrInvalid if not): a ref
+// without one would match the rows of a nameless tool.
+func ValidateToolRefs(refs []ToolRef) error {
+	for _, t := range refs {
+		if t.Name == "" {
+			return fmt.Errorf("%w: a tool reference without a name", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// ValidateDecisionAudit reports whether audit may be written with the decision a
+// (ErrInvalid if not): the audit entry of a decision is the decision's tenant's.
+func ValidateDecisionAudit(a Approval, audit *AuditEntry) error {
+	if audit != nil && audit.Tenant != a.Tenant {
+		return fmt.Errorf("%w: the audit entry of tenant %q for a decision in tenant %q", ErrInvalid, audit.Tenant, a.Tenant)
+	}
+	return nil
 }

@@ -193,7 +193,7 @@ func (h *harness) approveWhenHeld(ctx context.Context, key string, stop <-chan s
 		if err != nil || inv.Status != store.StatusPending || inv.Decision != runtime.VerdictNeedsApproval {
 			continue
 		}
-		err = h.db.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: inv.Tenant, Approved: true, DecidedBy: suiteApprover, Reason: "tooltest"})
+		err = h.db.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: inv.Tenant, Approved: true, DecidedBy: suiteApprover, Reason: "tooltest"}, nil)
 		if err == nil || errors.Is(err, store.ErrConflict) {
 			h.held = true
 			return

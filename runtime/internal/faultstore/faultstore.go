@@ -372,15 +372,15 @@ func (f *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	})
 }
 
-func (f *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
+func (f *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
 	return inject(f, ctx, ResolveUncertain, func(ctx context.Context) (*store.Invocation, error) {
-		return f.s.InvocationResolveUncertain(ctx, id, resolution, by)
+		return f.s.InvocationResolveUncertain(ctx, id, resolution, by, audit)
 	})
 }
 
-func (f *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
+func (f *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {
 	_, err := inject(f, ctx, ApprovalDecide, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f.s.ApprovalDecide(ctx, a)
+		return struct{}{}, f.s.ApprovalDecide(ctx, a, audit)
 	})
 	return err
 }
@@ -428,8 +428,12 @@ func (f *Store) InvocationGetByResumeToken(ctx context.Context, resumeToken stri
 	return f.s.InvocationGetByResumeToken(ctx, resumeToken)
 }
 
-func (f *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return f.s.InvocationListRetryable(ctx, limit)
+func (f *Store) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	return f.s.InvocationListRetryable(ctx, p)
+}
+
+func (f *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+	return f.s.InvocationCountUnclaimable(ctx, tools)
 }
 
 func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {

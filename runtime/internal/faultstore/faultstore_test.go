@@ -180,7 +180,7 @@ func TestReadsAreNeverFaulted(t *testing.T) {
 	if _, err := f.InvocationGetByKey(context.Background(), "none"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("read: %v", err)
 	}
-	if _, err := f.InvocationListRetryable(context.Background(), 10); err != nil {
+	if _, err := f.InvocationListRetryable(context.Background(), store.RetryableParams{Limit: 10, Claimable: store.Claimable{AllTools: true}}); err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	if f.InjectedTotal() != 0 {

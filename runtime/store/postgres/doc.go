@@ -6,7 +6,11 @@
 //     (ErrLeaseLost, ErrConflict, or the lost-ack success).
 //   - The sweep (ST-3) is one UPDATE over a SELECT ... FOR UPDATE SKIP LOCKED LIMIT n
 //     that re-checks status in the UPDATE and returns the rows: concurrent sweepers
-//     never reclaim a row twice and never wait for each other.
+//     never reclaim a row twice and never wait for each other. The worker's tools
+//     (store.Claimable, one jsonb parameter read with jsonb_to_recordset) are tested in
+//     that SELECT, so a row of another tool is never locked.
+//   - A decision or a review and its audit entry are one statement (data-modifying
+//     WITH): they commit together or not at all (HOST-2).
 //   - Lease times come from now() in the statement (the database clock).
 //   - synchronous_commit stays on: [Open] refuses a DSN that turns it off, because a
 //     watermark must be durable before the effect it guards.

@@ -152,7 +152,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
 	}
 	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
-		p.Step, p.CallID, p.Tool, p.ToolVersion, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
+		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
 		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status), p.ReasonCode, nullJSON(p.Outcome),
 		owner, leaseUS, attempt)
 	if !errors.Is(err, store.ErrNotFound) {
@@ -185,7 +185,7 @@ func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner st
 	}
 	inv, err := s.invocation(ctx, invocationClaimIfPending, id, owner, lease.Microseconds())
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, s.conflictIfExists(ctx, id)
+		return nil, s.conflictIfExists(ctx, id, nil)
 	}
 	return inv, err
 }
@@ -280,29 +280,51 @@ func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, ids []i
 }
 
 func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
 	p = p.WithDefaults()
-	invs, err := s.invocations(ctx, invocationSweep, p.Limit, p.MaxAttempts)
+	invs, err := s.invocations(ctx, invocationSweep, p.Limit, p.MaxAttempts, p.ToolsParam())
 	if err != nil {
 		return nil, err
 	}
 	return store.SweptFromRows(invs), nil
 }
 
-func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return s.invocations(ctx, invocationListRetryable, sqlLimit(limit))
+func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
+	return s.invocations(ctx, invocationListRetryable, sqlLimit(p.Limit), p.ToolsParam())
+}
+
+func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+	var u store.Unclaimable
+	if err := store.ValidateToolRefs(tools); err != nil {
+		return u, err
+	}
+	err := s.queryRow(ctx, invocationCountUnclaimable, store.ToolRefsJSON(tools)).Scan(&u.NotRegistered, &u.DefinitionChanged)
+	return u, err
 }
 
 func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
 	return s.invocations(ctx, invocationListUncertain, tenant)
 }
 
-func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
+func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
 	if err := store.ValidateResolution(resolution, by); err != nil {
 		return nil, err
 	}
-	inv, err := s.invocation(ctx, invocationResolveUncertain, id, resolution, by)
+	args := append([]any{id, resolution, by}, auditArgs(audit)...)
+	inv, err := s.invocation(ctx, invocationResolveUncertain, args...)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, s.conflictIfExists(ctx, id)
+		// With an audit entry the review was confined to the entry's tenant: a row of
+		// another tenant is not found.
+		var tenant any
+		if audit != nil {
+			tenant = audit.Tenant
+		}
+		return nil, s.conflictIfExists(ctx, id, tenant)
 	}
 	return inv, err
 }
@@ -313,12 +335,16 @@ func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash str
 	return c, err
 }
 
-func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
+func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {
 	if a.Key == "" || a.DecidedBy == "" {
 		return fmt.Errorf("%w: an approval needs a key and a decider", store.ErrInvalid)
 	}
-	n, err := s.exec(ctx, approvalDecide, a.Key, a.Tenant, a.Approved, a.DecidedBy, a.Reason)
-	if err != nil || n == 1 {
+	if err := store.ValidateDecisionAudit(a, audit); err != nil {
+		return err
+	}
+	args := append([]any{a.Key, a.Tenant, a.Approved, a.DecidedBy, a.Reason}, auditArgs(audit)...)
+	var recorded bool
+	if err := s.queryRow(ctx, approvalDecide, args...).Scan(&recorded); err != nil || recorded {
 		return err
 	}
 	decided, err := s.exists(ctx, approvalExists, a.Key)
@@ -395,9 +421,10 @@ func (s *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]stor
 // helpers
 
 // conflictIfExists is the error of a guarded write that matched nothing: ErrConflict
-// if the row exists (it is in the wrong state), ErrNotFound if not.
-func (s *Store) conflictIfExists(ctx context.Context, id int64) error {
-	ok, err := s.exists(ctx, invocationExists, id)
+// if the row exists (it is in the wrong state), ErrNotFound if not. A write confined
+// to a tenant (not nil) does not find a row of another.
+func (s *Store) conflictIfExists(ctx context.Context, id int64, tenant any) error {
+	ok, err := s.exists(ctx, invocationExists, id, tenant)
 	switch {
 	case err != nil:
 		return err
@@ -406,6 +433,16 @@ func (s *Store) conflictIfExists(ctx context.Context, id int64) error {
 	default:
 		return fmt.Errorf("%w: invocation %d", store.ErrNotFound, id)
 	}
+}
+
+// auditArgs are the arguments with_audit and auditParams of a statement that writes
+// audit, when not nil, with its decision.
+func auditArgs(audit *store.AuditEntry) []any {
+	if audit == nil {
+		return []any{false, nil, nil, nil, nil, nil, nil, nil, nil}
+	}
+	return []any{true, audit.Tenant, audit.Kind, audit.Principal, audit.SessionID, audit.Mode, audit.Tool, audit.Key,
+		nullJSON(audit.Detail)}
 }
 
 func leaseLost(f store.Fence) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +68,21 @@ func TestConformance(t *testing.T) {
 			}
 			t.Cleanup(func() { other.Close() })
 			return other
+		}),
+		// a row lock held in an open transaction, as another worker mid-statement holds one
+		storetest.WithRowLock(func(t *testing.T, s store.Store, id int64) func() {
+			tx, err := s.(*Store).pool.Begin(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			unlock := func() { once.Do(func() { tx.Rollback(context.Background()) }) }
+			t.Cleanup(unlock)
+			var locked int64
+			if err := tx.QueryRow(t.Context(), `SELECT id FROM tool_invocations WHERE id = $1 FOR UPDATE`, id).Scan(&locked); err != nil {
+				t.Fatalf("lock row %d: %v", id, err)
+			}
+			return unlock
 		}))
 }
 

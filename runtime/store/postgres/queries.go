@@ -14,7 +14,7 @@ import (
 // each statement runs in its own transaction, so now() is the statement's time.
 
 const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
+	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
 	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
 	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at`
 
@@ -24,13 +24,34 @@ const fenced = `id = @id AND status = 'RUNNING' AND lease_owner = @owner AND att
 // leaseEnd is db-now + @lease_us microseconds (NULL if @lease_us is NULL).
 const leaseEnd = `now() + @lease_us::bigint * interval '1 microsecond'`
 
+// toolMatches is true when the row aliased t is a call of one of the tools in @tools,
+// a JSON array of {"name", "version", "sha256"} (store.ToolRefsJSON): the same tool
+// and version, and the same definition hash unless the row has none (recorded before
+// migration 004). It is the Claimable filter of the recovery statements (LIFE-1),
+// tested inside the statement that selects the rows — in the sweep, below FOR UPDATE
+// SKIP LOCKED — so a row of another tool is never locked, counted against a limit or
+// written.
+const toolMatches = `EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text, version integer, sha256 text)
+	WHERE ref.name = t.tool AND ref.version = t.tool_version AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.sha256))`
+
+// claimable is store.Claimable: @tools NULL is AllTools.
+const claimable = `(@tools::jsonb IS NULL OR ` + toolMatches + `)`
+
+// expiredLease and retryable select the rows recovery acts on (the sweep, the
+// retryable list), on the row aliased t.
+const (
+	expiredLease = `t.status = 'RUNNING' AND t.suspended_at IS NULL AND t.lease_expires_at < now()`
+	retryable    = `t.status = 'PENDING' AND (t.decision = 'allow'
+	OR (t.decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))`
+)
+
 const (
 	invocationInsertSQL = `
 INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
-	outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
+	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
+	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
 VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
-	@idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
+	@tool_sha256, @idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
 	@outcome, @lease_owner, ` + leaseEnd + `, @attempt, now(), now())
 ON CONFLICT (key) DO NOTHING
 RETURNING ` + invocationColumns
@@ -117,8 +138,8 @@ WITH swept AS (
 			WHEN attempt >= @max_attempts THEN 'FAILED'
 			ELSE 'PENDING'
 		END AS next_status
-	FROM tool_invocations
-	WHERE status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at < now()
+	FROM tool_invocations AS t
+	WHERE ` + expiredLease + ` AND ` + claimable + `
 	ORDER BY lease_expires_at, id
 	LIMIT @limit
 	FOR UPDATE SKIP LOCKED
@@ -142,23 +163,51 @@ RETURNING ` + invocationColumns
 
 	invocationListRetryableSQL = `
 SELECT ` + invocationColumns + ` FROM tool_invocations AS t
-WHERE status = 'PENDING' AND (decision = 'allow'
-	OR (decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))
+WHERE ` + retryable + ` AND ` + claimable + `
 ORDER BY id
 LIMIT @limit`
+
+	// invocationCountUnclaimableSQL counts the rows the sweep or the retryable list
+	// would act on that @tools (never NULL here) does not match, split by whether a
+	// tool of the row's name is among them (a changed definition) or not. Two
+	// branches, so each reaches its rows through its own partial index.
+	invocationCountUnclaimableSQL = `
+SELECT
+	count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text)
+		WHERE ref.name = t.tool)),
+	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text)
+		WHERE ref.name = t.tool))
+FROM (
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + `
+	UNION ALL
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + `
+) AS t
+WHERE NOT ` + toolMatches
 
 	invocationListUncertainSQL = `
 SELECT ` + invocationColumns + ` FROM tool_invocations
 WHERE status = 'UNCERTAIN' AND resolution = '' AND (@tenant::text = '' OR tenant = @tenant)
 ORDER BY id`
 
+	// invocationResolveUncertainSQL records the review and, when @with_audit, its
+	// audit entry, in one statement: both commit or neither (HOST-2). With the entry
+	// the review is confined to its tenant. A data-modifying WITH runs whether or not
+	// the outer query reads it.
 	invocationResolveUncertainSQL = `
-UPDATE tool_invocations
-SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now()
-WHERE id = @id AND status = 'UNCERTAIN' AND resolution = ''
-RETURNING ` + invocationColumns
+WITH resolved AS (
+	UPDATE tool_invocations
+	SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now()
+	WHERE id = @id AND status = 'UNCERTAIN' AND resolution = ''
+		AND (NOT @with_audit::boolean OR tenant = @audit_tenant::text)
+	RETURNING ` + invocationColumns + `
+), audit AS (
+	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
+	SELECT ` + auditValues + ` FROM resolved WHERE @with_audit::boolean
+)
+SELECT ` + invocationColumns + ` FROM resolved`
 
-	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id)`
+	// invocationExistsSQL: the row exists (in @tenant, unless NULL).
+	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id AND (@tenant::text IS NULL OR tenant = @tenant))`
 
 	invocationBreakerCountsSQL = `
 SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
@@ -166,13 +215,27 @@ FROM tool_invocations
 WHERE run_id = @run_id AND args_hash = @args_hash`
 )
 
+// auditValues are the columns of an audit entry passed as @audit_* parameters (the
+// audit entry of a decision, HOST-2), then the database clock.
+const auditValues = `@audit_tenant::text, @audit_kind::text, @audit_principal::text, @audit_session_id::text,
+		@audit_mode::text, @audit_tool::text, @audit_key::text, @audit_detail::json, now()`
+
 const (
-	// approvalDecideSQL inserts only for an invocation of the tenant, and only once.
+	// approvalDecideSQL inserts only for an invocation of the tenant, and only once,
+	// and, when @with_audit, the decision's audit entry in the same statement: both
+	// commit or neither (HOST-2). It returns whether the decision was recorded.
 	approvalDecideSQL = `
-INSERT INTO approvals (key, tenant, approved, decided_by, reason, decided_at)
-SELECT key, tenant, @approved, @decided_by, @reason, now()
-FROM tool_invocations WHERE key = @key AND tenant = @tenant
-ON CONFLICT (key) DO NOTHING`
+WITH decided AS (
+	INSERT INTO approvals (key, tenant, approved, decided_by, reason, decided_at)
+	SELECT key, tenant, @approved::boolean, @decided_by::text, @reason::text, now()
+	FROM tool_invocations WHERE key = @key AND tenant = @tenant
+	ON CONFLICT (key) DO NOTHING
+	RETURNING key
+), audit AS (
+	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
+	SELECT ` + auditValues + ` FROM decided WHERE @with_audit::boolean
+)
+SELECT EXISTS (SELECT 1 FROM decided)`
 
 	approvalExistsSQL = `SELECT EXISTS (SELECT 1 FROM approvals WHERE key = @key)`
 	approvalGetSQL    = `SELECT key, tenant, approved, decided_by, reason, decided_at FROM approvals WHERE key = @key`
@@ -229,10 +292,14 @@ func compile(sql string, names ...string) query {
 	return query{out}
 }
 
+// auditParams are the names of auditValues, in the order auditArgs passes them.
+var auditParams = []string{"audit_tenant", "audit_kind", "audit_principal", "audit_session_id", "audit_mode",
+	"audit_tool", "audit_key", "audit_detail"}
+
 // The statements, compiled; each list of names is the order of the arguments.
 var (
 	invocationInsert = compile(invocationInsertSQL, "key", "tenant", "principal", "session_id", "run_id",
-		"step_number", "call_id", "tool", "tool_version", "idempotency", "idempotent_when", "args", "args_hash",
+		"step_number", "call_id", "tool", "tool_version", "tool_sha256", "idempotency", "idempotent_when", "args", "args_hash",
 		"origin_trust", "argument_trust", "mode", "decision", "status", "reason_code", "outcome",
 		"lease_owner", "lease_us", "attempt")
 	invocationGet              = compile(invocationGetSQL, "id")
@@ -256,14 +323,17 @@ var (
 	invocationResume           = compile(invocationResumeSQL, "resume_token",
 		"status", "reason_code", "outcome", "watermark_missing")
 	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us", "ids")
-	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts")
-	invocationListRetryable    = compile(invocationListRetryableSQL, "limit")
+	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts", "tools")
+	invocationListRetryable    = compile(invocationListRetryableSQL, "limit", "tools")
+	invocationCountUnclaimable = compile(invocationCountUnclaimableSQL, "tools")
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
-	invocationResolveUncertain = compile(invocationResolveUncertainSQL, "id", "resolution", "resolved_by")
-	invocationExists           = compile(invocationExistsSQL, "id")
-	invocationBreakerCounts    = compile(invocationBreakerCountsSQL, "run_id", "args_hash")
+	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
+		"with_audit"}, auditParams...)...)
+	invocationExists        = compile(invocationExistsSQL, "id", "tenant")
+	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "run_id", "args_hash")
 
-	approvalDecide = compile(approvalDecideSQL, "key", "tenant", "approved", "decided_by", "reason")
+	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
+		"with_audit"}, auditParams...)...)
 	approvalExists = compile(approvalExistsSQL, "key")
 	approvalGet    = compile(approvalGetSQL, "key")
 

@@ -29,7 +29,7 @@ func decodeInvocation(rows pgx.Rows) (*store.Invocation, error) {
 	// The fields in column order: the calls of a composite literal run left to right.
 	inv := &store.Invocation{
 		ID: r.integer(), Key: r.text(), Tenant: r.text(), Principal: r.text(), SessionID: r.text(), RunID: r.text(),
-		Step: int(r.integer()), CallID: r.text(), Tool: r.text(), ToolVersion: int(r.integer()),
+		Step: int(r.integer()), CallID: r.text(), Tool: r.text(), ToolVersion: int(r.integer()), ToolSHA256: r.text(),
 		Idempotency: r.text(), IdempotentWhen: r.nullBool(), Args: r.json(), ArgsHash: r.text(),
 		OriginTrust: r.text(), ArgumentTrust: r.text(), Mode: r.text(), Decision: r.text(),
 		Status: store.Status(r.text()), ReasonCode: r.text(), Outcome: r.json(),

@@ -19,9 +19,11 @@
 //     matches nothing, the check that tells a lost ack or a conflict from a lost lease
 //     runs afterwards on a reader: rows are never deleted and a broken fence never
 //     holds again, so it sees what a transaction around both would see. The methods
-//     whose check is not monotonic (claim, resume, resolve, approval) and the sweep
-//     (one UPDATE ... FROM (SELECT ... LIMIT n) ... RETURNING of many rows) are one
-//     IMMEDIATE transaction.
+//     whose check is not monotonic (claim, resume, resolve, approval; the last two with
+//     their audit entry) and the sweep (one UPDATE ... FROM (SELECT ... LIMIT n) ...
+//     RETURNING of many rows) are one IMMEDIATE transaction.
+//   - The worker's tools (store.Claimable) are one JSON parameter, read with json_each
+//     inside the sweep's selecting subquery and the retryable list.
 //   - Every statement is prepared once, by [Open] (modernc.org/sqlite would parse the
 //     SQL on every call otherwise); transactions run them through tx.StmtContext,
 //     never on the writer pool directly, whose only connection the transaction holds.

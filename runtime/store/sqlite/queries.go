@@ -8,20 +8,41 @@ package sqlite
 const nowMicros = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
 
 const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
+	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
 	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
 	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at`
 
 // fenced is the predicate of every write after a claim.
 const fenced = `id = :id AND status = 'RUNNING' AND lease_owner = :owner AND attempt = :attempt AND suspended_at IS NULL`
 
+// toolMatches is true when the row aliased t is a call of one of the tools in :tools,
+// a JSON array of {"name", "version", "sha256"} (store.ToolRefsJSON): the same tool
+// and version, and the same definition hash unless the row has none (recorded before
+// migration 004). It is the Claimable filter of the recovery statements (LIFE-1),
+// tested inside the statement that selects the rows, so a row of another tool is
+// never picked, counted against a limit or written.
+const toolMatches = `EXISTS (SELECT 1 FROM json_each(:tools) AS ref
+	WHERE ref.value ->> 'name' = t.tool AND ref.value ->> 'version' = t.tool_version
+		AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.value ->> 'sha256'))`
+
+// claimable is store.Claimable: :tools NULL is AllTools.
+const claimable = `(:tools IS NULL OR ` + toolMatches + `)`
+
+// expiredLease and retryable select the rows recovery acts on (the sweep, the
+// retryable list), on the row aliased t.
+const (
+	expiredLease = `t.status = 'RUNNING' AND t.suspended_at IS NULL AND t.lease_expires_at < ` + nowMicros
+	retryable    = `t.status = 'PENDING' AND (t.decision = 'allow'
+	OR (t.decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))`
+)
+
 const (
 	invocationInsertSQL = `
 INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
-	outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
+	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
+	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
 VALUES (:key, :tenant, :principal, :session_id, :run_id, :step_number, :call_id, :tool, :tool_version,
-	:idempotency, :idempotent_when, :args, :args_hash, :origin_trust, :argument_trust, :mode, :decision, :status, :reason_code,
+	:tool_sha256, :idempotency, :idempotent_when, :args, :args_hash, :origin_trust, :argument_trust, :mode, :decision, :status, :reason_code,
 	:outcome, :lease_owner, ` + nowMicros + ` + :lease_us, :attempt, ` + nowMicros + `, ` + nowMicros + `)
 ON CONFLICT (key) DO NOTHING
 RETURNING ` + invocationColumns
@@ -122,8 +143,8 @@ FROM (
 			WHEN attempt >= :max_attempts THEN 'FAILED'
 			ELSE 'PENDING'
 		END AS next_status
-	FROM tool_invocations
-	WHERE status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at < ` + nowMicros + `
+	FROM tool_invocations AS t
+	WHERE ` + expiredLease + ` AND ` + claimable + `
 	ORDER BY lease_expires_at, id
 	LIMIT :limit
 ) AS swept
@@ -132,10 +153,24 @@ RETURNING ` + invocationColumns
 
 	invocationListRetryableSQL = `
 SELECT ` + invocationColumns + ` FROM tool_invocations AS t
-WHERE status = 'PENDING' AND (decision = 'allow'
-	OR (decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))
+WHERE ` + retryable + ` AND ` + claimable + `
 ORDER BY id
 LIMIT :limit`
+
+	// invocationCountUnclaimableSQL counts the rows the sweep or the retryable list
+	// would act on that :tools (never NULL here) does not match, split by whether a
+	// tool of the row's name is among them (a changed definition) or not. Two
+	// branches, so each reaches its rows through its own partial index.
+	invocationCountUnclaimableSQL = `
+SELECT
+	count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM json_each(:tools) AS ref WHERE ref.value ->> 'name' = t.tool)),
+	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM json_each(:tools) AS ref WHERE ref.value ->> 'name' = t.tool))
+FROM (
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + `
+	UNION ALL
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + `
+) AS t
+WHERE NOT ` + toolMatches
 
 	invocationListUncertainSQL = `
 SELECT ` + invocationColumns + ` FROM tool_invocations
@@ -145,10 +180,11 @@ ORDER BY id`
 	invocationResolveUncertainSQL = `
 UPDATE tool_invocations
 SET resolution = :resolution, resolved_by = :resolved_by, resolved_at = ` + nowMicros + `, updated_at = ` + nowMicros + `
-WHERE id = :id AND status = 'UNCERTAIN' AND resolution = ''
+WHERE id = :id AND status = 'UNCERTAIN' AND resolution = '' AND (:tenant IS NULL OR tenant = :tenant)
 RETURNING ` + invocationColumns
 
-	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id)`
+	// invocationExistsSQL: the row exists (in :tenant, unless NULL).
+	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant))`
 
 	invocationBreakerCountsSQL = `
 SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0

@@ -45,7 +45,7 @@ type writeStmts struct {
 // readStmts are the statements run on the read pool, prepared once by Open (and by
 // database/sql again on each further reader connection, once).
 type readStmts struct {
-	get, getByKey, getByResumeToken, listRetryable, listUncertain, breakerCounts *sql.Stmt
+	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, breakerCounts *sql.Stmt
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
@@ -138,6 +138,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.getByKey, invocationGetByKeySQL},
 		{s.read, &r.getByResumeToken, invocationGetByResumeTokenSQL},
 		{s.read, &r.listRetryable, invocationListRetryableSQL},
+		{s.read, &r.countUnclaimable, invocationCountUnclaimableSQL},
 		{s.read, &r.listUncertain, invocationListUncertainSQL},
 		{s.read, &r.breakerCounts, invocationBreakerCountsSQL},
 		{s.read, &r.fenceHolds, invocationFenceHoldsSQL},
@@ -236,6 +237,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
 		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
 		sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
+		sql.Named("tool_sha256", p.ToolSHA256),
 		sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
 		sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
 		sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
@@ -433,11 +435,14 @@ func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, ids []i
 }
 
 func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]store.Swept, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
 	p = p.WithDefaults()
 	var swept []store.Swept
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		invs, err := queryInvocations(ctx, tx.StmtContext(ctx, s.w.sweep),
-			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts))
+			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts), sql.Named("tools", p.ToolsParam()))
 		if err != nil {
 			return err
 		}
@@ -450,8 +455,21 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	return swept, nil
 }
 
-func (s *Store) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(limit)))
+func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
+	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(p.Limit)), sql.Named("tools", p.ToolsParam()))
+}
+
+func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+	var u store.Unclaimable
+	if err := store.ValidateToolRefs(tools); err != nil {
+		return u, err
+	}
+	err := s.r.countUnclaimable.QueryRowContext(ctx, sql.Named("tools", store.ToolRefsJSON(tools))).
+		Scan(&u.NotRegistered, &u.DefinitionChanged)
+	return u, err
 }
 
 func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
@@ -481,21 +499,34 @@ func (s *Store) SessionModeSet(ctx context.Context, tenant, sessionID, mode stri
 	return mapErr(err)
 }
 
-func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
+func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
 	if err := store.ValidateResolution(resolution, by); err != nil {
 		return nil, err
+	}
+	// With an audit entry the review is also confined to the entry's tenant: a row of
+	// another tenant is not found, so nothing is written for it.
+	var tenant any
+	if audit != nil {
+		tenant = audit.Tenant
 	}
 	var inv *store.Invocation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		inv, err = scanInvocation(tx.StmtContext(ctx, s.w.resolve).QueryRowContext(ctx,
-			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by)))
+			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by), sql.Named("tenant", tenant)))
 		if errors.Is(err, store.ErrNotFound) {
-			return s.conflictIfExists(ctx, tx, id)
+			return s.conflictIfExistsIn(ctx, tx, id, tenant)
 		}
+		if err != nil || audit == nil {
+			return err
+		}
+		_, err = s.auditAppendTx(ctx, tx, *audit)
 		return err
 	})
-	return inv, err
+	if err != nil {
+		return nil, err
+	}
+	return inv, nil
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
@@ -505,14 +536,23 @@ func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash str
 	return c, err
 }
 
-func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval) error {
+func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {
 	if a.Key == "" || a.DecidedBy == "" {
 		return fmt.Errorf("%w: an approval needs a key and a decider", store.ErrInvalid)
+	}
+	if err := store.ValidateDecisionAudit(a, audit); err != nil {
+		return err
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		n, err := execRows(ctx, tx.StmtContext(ctx, s.w.approvalDecide), sql.Named("key", a.Key), sql.Named("tenant", a.Tenant),
 			sql.Named("approved", a.Approved), sql.Named("decided_by", a.DecidedBy), sql.Named("reason", a.Reason))
-		if err != nil || n == 1 {
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			if audit != nil {
+				_, err = s.auditAppendTx(ctx, tx, *audit)
+			}
 			return err
 		}
 		decided, err := exists(ctx, tx.StmtContext(ctx, s.w.approvalExists), sql.Named("key", a.Key))
@@ -539,8 +579,17 @@ func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, e
 }
 
 func (s *Store) AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error) {
+	return auditAppend(ctx, s.w.auditAppend, e)
+}
+
+// auditAppendTx appends e in tx: the audit entry of a decision, committed with it (HOST-2).
+func (s *Store) auditAppendTx(ctx context.Context, tx *sql.Tx, e store.AuditEntry) (int64, error) {
+	return auditAppend(ctx, tx.StmtContext(ctx, s.w.auditAppend), e)
+}
+
+func auditAppend(ctx context.Context, stmt *sql.Stmt, e store.AuditEntry) (int64, error) {
 	var id int64
-	err := s.w.auditAppend.QueryRowContext(ctx, sql.Named("tenant", e.Tenant), sql.Named("kind", e.Kind),
+	err := stmt.QueryRowContext(ctx, sql.Named("tenant", e.Tenant), sql.Named("kind", e.Kind),
 		sql.Named("principal", e.Principal), sql.Named("session_id", e.SessionID), sql.Named("mode", e.Mode),
 		sql.Named("tool", e.Tool), sql.Named("key", e.Key), sql.Named("detail", nullJSON(e.Detail))).Scan(&id)
 	return id, err
@@ -616,7 +665,7 @@ func scanInvocation(row rowScanner) (*store.Invocation, error) {
 	r := new(invocationRow)
 	inv := &r.inv
 	err := row.Scan(&inv.ID, &inv.Key, &inv.Tenant, &inv.Principal, &inv.SessionID, &inv.RunID, &inv.Step, &inv.CallID,
-		&inv.Tool, &inv.ToolVersion, &inv.Idempotency, &r.idemWhen, &r.args, &inv.ArgsHash, &inv.OriginTrust,
+		&inv.Tool, &inv.ToolVersion, &inv.ToolSHA256, &inv.Idempotency, &r.idemWhen, &r.args, &inv.ArgsHash, &inv.OriginTrust,
 		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &r.status, &inv.ReasonCode, &r.outcome, &r.effectSent,
 		&r.earlierEffect, &inv.WatermarkMissing, &r.owner, &r.leaseExp, &inv.Attempt, &r.susp, &r.resumeToken,
 		&inv.Resolution, &inv.ResolvedBy, &r.resAt, &r.created, &r.updated)
@@ -676,7 +725,13 @@ func exists(ctx context.Context, stmt *sql.Stmt, args ...any) (bool, error) {
 // conflictIfExists is the error of a guarded write in tx that matched nothing:
 // ErrConflict if the row exists (it is in the wrong state), ErrNotFound if not.
 func (s *Store) conflictIfExists(ctx context.Context, tx *sql.Tx, id int64) error {
-	ok, err := exists(ctx, tx.StmtContext(ctx, s.w.exists), sql.Named("id", id))
+	return s.conflictIfExistsIn(ctx, tx, id, nil)
+}
+
+// conflictIfExistsIn is conflictIfExists for a write confined to tenant (nil: any):
+// a row of another tenant is not found.
+func (s *Store) conflictIfExistsIn(ctx context.Context, tx *sql.Tx, id int64, tenant any) error {
+	ok, err := exists(ctx, tx.StmtContext(ctx, s.w.exists), sql.Named("id", id), sql.Named("tenant", tenant))
 	switch {
 	case err != nil:
 		return err

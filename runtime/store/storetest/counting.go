@@ -151,26 +151,30 @@ func (c *CountingStore) InvocationSweep(ctx context.Context, p store.SweepParams
 	return c.s.InvocationSweep(ctx, p)
 }
 
-func (c *CountingStore) InvocationListRetryable(ctx context.Context, limit int) ([]*store.Invocation, error) {
-	return c.s.InvocationListRetryable(ctx, limit)
+func (c *CountingStore) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	return c.s.InvocationListRetryable(ctx, p)
+}
+
+func (c *CountingStore) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+	return c.s.InvocationCountUnclaimable(ctx, tools)
 }
 
 func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
 	return c.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string) (*store.Invocation, error) {
-	c.count("InvocationResolveUncertain")
-	return c.s.InvocationResolveUncertain(ctx, id, resolution, by)
+func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
+	c.count("InvocationResolveUncertain") // with its audit entry: still one commit
+	return c.s.InvocationResolveUncertain(ctx, id, resolution, by, audit)
 }
 
 func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
 	return c.s.InvocationBreakerCounts(ctx, runID, argsHash)
 }
 
-func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval) error {
-	c.count("ApprovalDecide")
-	return c.s.ApprovalDecide(ctx, a)
+func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {
+	c.count("ApprovalDecide") // with its audit entry: still one commit
+	return c.s.ApprovalDecide(ctx, a, audit)
 }
 
 func (c *CountingStore) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {

@@ -4,7 +4,10 @@
 // branch of the sweep's decision, zombie fencing across reclaims, leases expiring by
 // the database clock, suspension, the review queue, approvals, audit and catalog
 // history, the event of every milestone (and none of its payload) with cursor paging
-// that misses nothing, and concurrent claimers and sweepers on separate handles.
+// that misses nothing, concurrent claimers and sweepers on separate handles, recovery
+// confined to a worker's tools (LIFE-1: the rows of others neither touched, locked nor
+// counted against a limit, only counted as left), and a decision's audit entry
+// committed with it or not at all (HOST-2).
 //
 // It also exports [CountingStore], a wrapper that counts commits (calls of the
 // writing methods) for the pipeline's commit-count tests.

@@ -139,7 +139,7 @@ func testEventsHold(t *testing.T, e *env) {
 		t.Errorf("held event %+v", ev)
 	}
 	// The decision itself is no milestone of the row; the claim that follows is.
-	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}))
+	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	claimed, err := e.s.InvocationClaimIfPending(e.ctx, held.ID, "w1", longLease)
 	noErr(t, "claim", err)
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, claimed.Fence(), settled(store.StatusFailed, `{}`)))
@@ -159,7 +159,7 @@ func testEventsRelease(t *testing.T, e *env) {
 	noErr(t, "claim", err)
 	// An approved hold released after its claim waits for no one: released, not held.
 	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
-	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}))
+	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	claimed, err := e.s.InvocationClaimIfPending(e.ctx, held.ID, "w3", longLease)
 	noErr(t, "claim", err)
 	noErr(t, "release", e.s.InvocationReleaseIfLeased(e.ctx, claimed.Fence()))
@@ -188,10 +188,10 @@ func testEventsSweep(t *testing.T, e *env) {
 	retry := e.insert(t, running("w-retry", longLease))
 	uncertain := e.runningWithWatermark(t)
 	crash := e.insert(t, running("w-crash", longLease))
-	e.sweepOne(t, retry, store.SweepParams{})
-	e.sweepOne(t, uncertain, store.SweepParams{})
-	e.sweepOne(t, crash, store.SweepParams{MaxAttempts: 1})
-	_, err := e.s.InvocationResolveUncertain(e.ctx, uncertain.ID, store.ResolutionDidNotHappen, "carol")
+	e.sweepOne(t, retry, store.SweepParams{Claimable: allTools})
+	e.sweepOne(t, uncertain, store.SweepParams{Claimable: allTools})
+	e.sweepOne(t, crash, store.SweepParams{MaxAttempts: 1, Claimable: allTools})
+	_, err := e.s.InvocationResolveUncertain(e.ctx, uncertain.ID, store.ResolutionDidNotHappen, "carol", nil)
 	noErr(t, "resolve", err)
 	row := e.get(t, uncertain.ID)
 

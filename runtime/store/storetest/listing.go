@@ -22,7 +22,7 @@ func testInvocationListFilters(t *testing.T, e *env) {
 	b := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-b" })
 	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
 	decided := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
-	if err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: decided.Key, Tenant: decided.Tenant, Approved: true, DecidedBy: "bob"}); err != nil {
+	if err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: decided.Key, Tenant: decided.Tenant, Approved: true, DecidedBy: "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

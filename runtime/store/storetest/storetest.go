@@ -20,7 +20,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	reopen func(t *testing.T, s store.Store) store.Store
+	reopen  func(t *testing.T, s store.Store) store.Store
+	rowLock func(t *testing.T, s store.Store, id int64) (unlock func())
 }
 
 // WithReopen gives the suite a second, independent handle on the database behind s —
@@ -29,6 +30,14 @@ type config struct {
 // tests share one handle between goroutines.
 func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
 	return func(c *config) { c.reopen = reopen }
+}
+
+// WithRowLock gives the suite a way to hold a row lock as another worker in the middle
+// of its transaction does: lock takes a write lock on row id of s (SELECT ... FOR
+// UPDATE) in a transaction it leaves open until unlock. Only a driver with row locks
+// (PostgreSQL) has one; without it the test of a sweep beside a locked row is skipped.
+func WithRowLock(lock func(t *testing.T, s store.Store, id int64) (unlock func())) Option {
+	return func(c *config) { c.rowLock = lock }
 }
 
 // Run is the conformance suite every driver passes (ST-2). newStore returns an empty,
@@ -42,7 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := &env{s: newStore(t), ctx: t.Context()}
+			e := &env{s: newStore(t), ctx: t.Context(), rowLock: cfg.rowLock}
 			e.other = e.s
 			if cfg.reopen != nil {
 				e.other = cfg.reopen(t, e.s)
@@ -54,9 +63,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 
 // env is one subtest's store and helpers.
 type env struct {
-	s     store.Store
-	other store.Store // a second handle on the same database (or s)
-	ctx   context.Context
+	s       store.Store
+	other   store.Store // a second handle on the same database (or s)
+	ctx     context.Context
+	rowLock func(t *testing.T, s store.Store, id int64) (unlock func()) // nil: no row locks
 }
 
 // handle returns s or the other handle, alternating with i.
@@ -66,6 +76,10 @@ func (e *env) handle(i int) store.Store {
 	}
 	return e.other
 }
+
+// allTools lets a recovery operation of the suite touch every row: the suite speaks
+// for every tool on its store (the Claimable filter has tests of its own).
+var allTools = store.Claimable{AllTools: true}
 
 const (
 	longLease = time.Hour
@@ -343,6 +357,7 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 	p := params(func(p *store.InsertParams) {
 		p.Idempotency, p.IdempotentWhen = store.IdempotencyConditionallyIdempotent, ptr(true)
 		p.Step, p.ToolVersion, p.Decision, p.ReasonCode = 7, 3, store.DecisionNeedsApproval, "approval_required"
+		p.ToolSHA256 = "sha-demo.write-v3"
 		p.Outcome = json.RawMessage(`{"held":true}`)
 		p.Owner, p.Lease = "ignored", time.Minute // ignored unless RUNNING
 	})
@@ -354,7 +369,7 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 	for _, got := range []*store.Invocation{inv, e.get(t, inv.ID)} {
 		if got.Key != p.Key || got.Tenant != p.Tenant || got.Principal != p.Principal || got.SessionID != p.SessionID ||
 			got.RunID != p.RunID || got.Step != p.Step || got.CallID != p.CallID || got.Tool != p.Tool ||
-			got.ToolVersion != p.ToolVersion || got.Idempotency != p.Idempotency || got.IdempotentWhen == nil ||
+			got.ToolVersion != p.ToolVersion || got.ToolSHA256 != p.ToolSHA256 || got.Idempotency != p.Idempotency || got.IdempotentWhen == nil ||
 			!*got.IdempotentWhen || !sameJSON(got.Args, p.Args) || got.ArgsHash != p.ArgsHash ||
 			got.OriginTrust != p.OriginTrust || got.ArgumentTrust != p.ArgumentTrust || got.Mode != p.Mode ||
 			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != p.ReasonCode ||
@@ -729,7 +744,7 @@ func testSettleNonTerminal(t *testing.T, e *env) {
 
 func testSweepNoWatermarkRetry(t *testing.T, e *env) {
 	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.ReasonCode = "" })
-	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 3})
+	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 3, Claimable: allTools})
 	got := sw.Invocation
 	if sw.Decision != store.SweepRetry || got.Status != store.StatusPending || got.Key != inv.Key ||
 		got.Attempt != 1 || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.EffectSentAt != nil ||
@@ -750,7 +765,7 @@ func testSweepNoWatermarkRetry(t *testing.T, e *env) {
 func testSweepCrashLoopFailed(t *testing.T, e *env) {
 	const maxAttempts = 3
 	inv := e.insert(t, running("w-0", longLease))
-	p := store.SweepParams{MaxAttempts: maxAttempts}
+	p := store.SweepParams{MaxAttempts: maxAttempts, Claimable: allTools}
 	for attempt := 1; ; attempt++ {
 		sw := e.sweepOne(t, inv, p)
 		if attempt < maxAttempts {
@@ -769,7 +784,7 @@ func testSweepCrashLoopFailed(t *testing.T, e *env) {
 		}
 		break
 	}
-	if rows, err := e.s.InvocationListRetryable(e.ctx, 0); err != nil || len(rows) != 0 {
+	if rows, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools}); err != nil || len(rows) != 0 {
 		t.Fatalf("retryable after crash loop: %v %v", rows, err)
 	}
 }
@@ -794,12 +809,12 @@ func (e *env) checkWatermarkRetry(t *testing.T, before *store.Invocation, sw sto
 
 func testSweepWatermarkSetIdempotentRetry(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyIdempotent, nil))
-	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}))
 }
 
 func testSweepWatermarkSetConditionalWhenTrueRetry(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyConditionallyIdempotent, ptr(true)))
-	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}))
 }
 
 func checkUncertain(t *testing.T, before *store.Invocation, sw store.Swept) {
@@ -816,14 +831,14 @@ func checkUncertain(t *testing.T, before *store.Invocation, sw store.Swept) {
 func testSweepWatermarkSetConditionalWhenFalseUncertain(t *testing.T, e *env) {
 	for _, when := range []*bool{ptr(false), nil} {
 		inv := e.runningWithWatermark(t, idempotency(store.IdempotencyConditionallyIdempotent, when))
-		checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+		checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}))
 	}
 }
 
 func testSweepWatermarkSetNonIdempotentUncertain(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyNonIdempotent, nil))
 	// even a crash-loop bound already reached does not hide a possible effect
-	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1}))
+	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1, Claimable: allTools}))
 	queue, err := e.s.InvocationListUncertain(e.ctx, "")
 	noErr(t, "InvocationListUncertain", err)
 	if len(queue) != 1 || queue[0].ID != inv.ID {
@@ -831,12 +846,12 @@ func testSweepWatermarkSetNonIdempotentUncertain(t *testing.T, e *env) {
 	}
 	// an unknown class with a watermark is not assumed safe either
 	odd := e.runningWithWatermark(t, idempotency("", nil))
-	checkUncertain(t, odd, e.sweepOne(t, odd, store.SweepParams{}))
+	checkUncertain(t, odd, e.sweepOne(t, odd, store.SweepParams{Claimable: allTools}))
 }
 
 func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyIdempotent, nil))
-	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1})
+	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 1, Claimable: allTools})
 	if sw.Decision != store.SweepFailed || sw.Invocation.Status != store.StatusFailed ||
 		sw.Invocation.ReasonCode != store.ReasonCrashLoop || sw.Invocation.EffectSentAt == nil {
 		t.Fatalf("idempotent crash loop: %s %+v", sw.Decision, sw.Invocation)
@@ -846,7 +861,7 @@ func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
 func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
 	long := e.insert(t, running("w-long", longLease))
 	short := e.insert(t, running("w-short", 50*time.Millisecond))
-	if swept := e.sweepUntil(t, store.SweepParams{}, short.ID); swept[short.ID].Decision != store.SweepRetry {
+	if swept := e.sweepUntil(t, store.SweepParams{Claimable: allTools}, short.ID); swept[short.ID].Decision != store.SweepRetry {
 		t.Fatalf("short lease: %+v", swept[short.ID])
 	}
 	if got := e.get(t, long.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w-long" {
@@ -859,7 +874,7 @@ func testSweepSuspendedRowsExcluded(t *testing.T, e *env) {
 	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), json.RawMessage(`{"q":"?"}`)))
 	control := e.insert(t, running("w-c", 50*time.Millisecond))
 	// once the control row (same lease, later) is swept, the suspended one would have been too
-	e.sweepUntil(t, store.SweepParams{}, control.ID)
+	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	if got := e.get(t, susp.ID); got.Status != store.StatusRunning || got.SuspendedAt == nil || got.LeaseOwner != "w-s" {
 		t.Fatalf("suspended row was swept: %+v", got)
 	}
@@ -871,7 +886,7 @@ func testSweepPendingAndTerminalRowsIgnored(t *testing.T, e *env) {
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
 	denied := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusDenied })
 	control := e.insert(t, running("w-c", time.Microsecond))
-	e.sweepUntil(t, store.SweepParams{}, control.ID)
+	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	for _, id := range []int64{pending.ID, done.ID, denied.ID} {
 		before := map[int64]store.Status{pending.ID: store.StatusPending, done.ID: store.StatusSucceeded, denied.ID: store.StatusDenied}[id]
 		if got := e.get(t, id); got.Status != before {
@@ -888,7 +903,7 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 	e.expire(t, "w", 5) // all five expire at the same instant
 	var passes []int
 	eventually(t, "the first pass", func() bool {
-		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2})
+		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
 		noErr(t, "sweep", err)
 		if len(swept) > 0 {
 			passes = append(passes, len(swept))
@@ -896,7 +911,7 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 		return len(swept) > 0
 	})
 	for {
-		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2})
+		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
 		noErr(t, "sweep", err)
 		if len(swept) == 0 {
 			break
@@ -918,7 +933,7 @@ func testSweepZeroParamsUsesDefaults(t *testing.T, e *env) {
 		t.Fatalf("defaults: %+v", p)
 	}
 	inv := e.insert(t, running("w", longLease))
-	if sw := e.sweepOne(t, inv, store.SweepParams{}); sw.Decision != store.SweepRetry {
+	if sw := e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}); sw.Decision != store.SweepRetry {
 		t.Fatalf("zero params, attempt 1: %s, want retry", sw.Decision)
 	}
 }
@@ -942,7 +957,7 @@ func testSweepConcurrentSweepersEachRowOnce(t *testing.T, e *env) {
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				swept, err := e.handle(i).InvocationSweep(e.ctx, store.SweepParams{Limit: 3})
+				swept, err := e.handle(i).InvocationSweep(e.ctx, store.SweepParams{Limit: 3, Claimable: allTools})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -1006,7 +1021,7 @@ func testSweepRacesSettleExactlyOneWins(t *testing.T, e *env) {
 		defer wg.Done()
 		deadline := time.Now().Add(pollTimeout)
 		for time.Now().Before(deadline) {
-			out, err := e.other.InvocationSweep(e.ctx, store.SweepParams{Limit: 4})
+			out, err := e.other.InvocationSweep(e.ctx, store.SweepParams{Limit: 4, Claimable: allTools})
 			mu.Lock()
 			if err != nil {
 				errs = append(errs, err)
@@ -1040,7 +1055,7 @@ func testSweepRacesSettleExactlyOneWins(t *testing.T, e *env) {
 
 func testFenceZombieAfterReclaimByAnotherWorker(t *testing.T, e *env) {
 	first := e.insert(t, running("w1", longLease))
-	e.sweepOne(t, first, store.SweepParams{}) // w1 presumed dead
+	e.sweepOne(t, first, store.SweepParams{Claimable: allTools}) // w1 presumed dead
 	second, err := e.other.InvocationClaimIfPending(e.ctx, first.ID, "w2", longLease)
 	noErr(t, "w2 claims", err)
 
@@ -1056,7 +1071,7 @@ func testFenceZombieAfterReclaimByAnotherWorker(t *testing.T, e *env) {
 	}
 
 	// w2 dies as well; w1 comes back and claims again, as attempt 3
-	e.sweepOne(t, second, store.SweepParams{})
+	e.sweepOne(t, second, store.SweepParams{Claimable: allTools})
 	third, err := e.s.InvocationClaimIfPending(e.ctx, first.ID, "w1", longLease)
 	noErr(t, "w1 claims again", err)
 	if third.Attempt != 3 {
@@ -1073,7 +1088,7 @@ func testFenceZombieAfterReclaimByAnotherWorker(t *testing.T, e *env) {
 
 func testSettleZombieAfterSweptUncertain(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t)
-	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{}))
+	checkUncertain(t, inv, e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}))
 	// the zombie worker returns from its call and settles — even claiming UNCERTAIN
 	// itself, its fence is gone: the sweep cleared the owner
 	for _, st := range []store.Status{store.StatusSucceeded, store.StatusUncertain} {
@@ -1141,7 +1156,7 @@ func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
 	if n != 0 {
 		t.Fatalf("an expired lease was revived")
 	}
-	e.sweepUntil(t, store.SweepParams{}, inv.ID)
+	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, inv.ID)
 }
 
 func testRenewInvalid(t *testing.T, e *env) {
@@ -1242,14 +1257,14 @@ func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 		return e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
 	}
 	approved, denied, undecided := hold(), hold(), hold()
-	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}))
-	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}))
+	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}, nil))
+	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}, nil))
 	e.insert(t, running("w-r", longLease))                                        // RUNNING: not retryable
 	e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded }) // terminal
 	retry := e.insert(t, running("w-retry", longLease))
-	e.sweepOne(t, retry, store.SweepParams{})
+	e.sweepOne(t, retry, store.SweepParams{Claimable: allTools})
 
-	got, err := e.s.InvocationListRetryable(e.ctx, 0)
+	got, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
 	noErr(t, "list", err)
 	var ids []int64
 	for _, inv := range got {
@@ -1258,7 +1273,7 @@ func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 	if want := []int64{allow.ID, approved.ID, retry.ID}; fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("retryable %v, want %v (undecided hold %d, denied hold %d excluded)", ids, want, undecided.ID, denied.ID)
 	}
-	limited, err := e.s.InvocationListRetryable(e.ctx, 2)
+	limited, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Limit: 2, Claimable: allTools})
 	noErr(t, "list limited", err)
 	if len(limited) != 2 || limited[0].ID != allow.ID || limited[1].ID != approved.ID {
 		t.Fatalf("limit 2: %v", limited)
@@ -1287,7 +1302,7 @@ func testListUncertainTenantFilter(t *testing.T, e *env) {
 	check("b", b1.ID)
 	check("", a1.ID, b1.ID, a2.ID)
 	check("c")
-	_, err := e.s.InvocationResolveUncertain(e.ctx, a1.ID, store.ResolutionDidNotHappen, "carol")
+	_, err := e.s.InvocationResolveUncertain(e.ctx, a1.ID, store.ResolutionDidNotHappen, "carol", nil)
 	noErr(t, "resolve", err)
 	check("a", a2.ID)
 	check("", b1.ID, a2.ID)
@@ -1295,7 +1310,7 @@ func testListUncertainTenantFilter(t *testing.T, e *env) {
 
 func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
 	inv := e.insert(t, func(p *store.InsertParams) { p.Status, p.ArgsHash, p.RunID = store.StatusUncertain, "h-u", "run-u" })
-	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "carol")
+	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "carol", nil)
 	noErr(t, "resolve", err)
 	if got.Status != store.StatusUncertain || got.Resolution != store.ResolutionHappened || got.ResolvedBy != "carol" ||
 		got.ResolvedAt == nil || got.ResolvedAt.Before(inv.CreatedAt) {
@@ -1309,7 +1324,7 @@ func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
 	if !c.Uncertain {
 		t.Fatal("a resolved UNCERTAIN call must still trip uncertain_repeat")
 	}
-	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "dave")
+	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "dave", nil)
 	wantErr(t, "resolve twice", err, store.ErrConflict)
 	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.ResolvedBy != "carol" {
 		t.Fatalf("second resolution overwrote the first: %+v", stored)
@@ -1318,14 +1333,14 @@ func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
 
 func testResolveUncertainErrors(t *testing.T, e *env) {
 	ok := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
-	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol")
+	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol", nil)
 	wantErr(t, "resolve SUCCEEDED", err, store.ErrConflict)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol")
+	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", nil)
 	wantErr(t, "resolve missing", err, store.ErrNotFound)
 	u := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
-	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol")
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol", nil)
 	wantErr(t, "resolve maybe", err, store.ErrInvalid)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "")
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "", nil)
 	wantErr(t, "resolve anonymously", err, store.ErrInvalid)
 }
 
@@ -1362,7 +1377,7 @@ func testBreakerCounts(t *testing.T, e *env) {
 func testApprovalDecideAndGet(t *testing.T, e *env) {
 	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
 	a := store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob", Reason: "looks fine"}
-	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, a))
+	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, a, nil))
 	got, err := e.other.ApprovalGet(e.ctx, inv.Key)
 	noErr(t, "get", err)
 	if got.Key != a.Key || got.Tenant != a.Tenant || !got.Approved || got.DecidedBy != "bob" || got.Reason != a.Reason ||
@@ -1371,14 +1386,14 @@ func testApprovalDecideAndGet(t *testing.T, e *env) {
 	}
 	_, err = e.s.ApprovalGet(e.ctx, "no-such-key")
 	wantErr(t, "get missing", err, store.ErrNotFound)
-	wantErr(t, "decide without decider", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant}), store.ErrInvalid)
+	wantErr(t, "decide without decider", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant}, nil), store.ErrInvalid)
 }
 
 func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
 	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
-	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: false, DecidedBy: "bob"}))
+	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: false, DecidedBy: "bob"}, nil))
 	for _, approved := range []bool{true, false} {
-		err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: approved, DecidedBy: "eve"})
+		err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: approved, DecidedBy: "eve"}, nil)
 		wantErr(t, "decide twice", err, store.ErrConflict)
 	}
 	got, err := e.s.ApprovalGet(e.ctx, inv.Key)
@@ -1389,10 +1404,10 @@ func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
 }
 
 func testApprovalUnknownKeyOrOtherTenant(t *testing.T, e *env) {
-	err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: "no-such-key", Tenant: "tenant-a", Approved: true, DecidedBy: "bob"})
+	err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: "no-such-key", Tenant: "tenant-a", Approved: true, DecidedBy: "bob"}, nil)
 	wantErr(t, "unknown key", err, store.ErrNotFound)
 	inv := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-a" })
-	err = e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: "tenant-b", Approved: true, DecidedBy: "mallory"})
+	err = e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: "tenant-b", Approved: true, DecidedBy: "mallory"}, nil)
 	wantErr(t, "other tenant", err, store.ErrNotFound)
 	_, err = e.s.ApprovalGet(e.ctx, inv.Key)
 	wantErr(t, "no approval written", err, store.ErrNotFound)
@@ -1493,7 +1508,9 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	// every writing method counts once; reads count nothing
 	held, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval }))
 	noErr(t, "insert", err)
-	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}))
+	// a decision and a review with their audit entries are one commit each (HOST-2)
+	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"},
+		decisionAudit(held, "approval")))
 	claimed, err := c.InvocationClaimIfPending(e.ctx, held.ID, "w2", longLease)
 	noErr(t, "claim", err)
 	_, err = c.InvocationRenewLeases(e.ctx, "w2", []int64{claimed.ID}, longLease)
@@ -1508,11 +1525,11 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "suspend", c.InvocationSuspendIfLeased(e.ctx, ctl.Fence(), "resume-c", nil))
 	_, err = c.InvocationResume(e.ctx, "resume-c", settled(store.StatusSucceeded, `{}`))
 	noErr(t, "resume", err)
-	_, err = c.InvocationSweep(e.ctx, store.SweepParams{})
+	_, err = c.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
 	noErr(t, "sweep", err)
 	u, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Status = store.StatusUncertain }))
 	noErr(t, "insert", err)
-	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol")
+	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", decisionAudit(u, "resolve"))
 	noErr(t, "resolve", err)
 	_, err = c.AuditAppend(e.ctx, store.AuditEntry{Kind: "tool_call"})
 	noErr(t, "audit", err)
@@ -1525,7 +1542,11 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 		func() error { _, err := c.InvocationList(e.ctx, store.InvocationFilter{}); return err },
 		func() error { _, err := c.SessionModeGet(e.ctx, "s1"); return err },
 		func() error { _, err := c.InvocationGetByKey(e.ctx, held.Key); return err },
-		func() error { _, err := c.InvocationListRetryable(e.ctx, 0); return err },
+		func() error {
+			_, err := c.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
+			return err
+		},
+		func() error { _, err := c.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}); return err },
 		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },
 		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "run-1", "hash-1"); return err },
 		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },
