@@ -372,9 +372,12 @@ func TestExecute_ApprovalHoldBoundedAndDenied(t *testing.T) {
 
 func TestExecute_WatermarkFailureSendsNoEffect(t *testing.T) {
 	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
-	h := newHarness(t, runtime.Config{Lease: 50 * time.Millisecond}, send)
-	// The lease expires under the call and the sweep reclaims it: the fenced watermark
-	// write fails and the effect is not sent.
+	// The lease expires under the call — its renewals fail, as from a worker cut off
+	// from the store — and the sweep reclaims it: the fenced watermark write fails and
+	// the effect is not sent.
+	cutOff := &hungStore{Store: drivers[0].open(t)}
+	cutOff.dead.Store(true)
+	h := newHarnessOn(t, cutOff, runtime.Config{Lease: 50 * time.Millisecond}, send)
 	send.run = func(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
 		time.Sleep(100 * time.Millisecond)
 		if _, err := h.store.InvocationSweep(ctx, store.SweepParams{Limit: 10, MaxAttempts: 5, Claimable: store.Claimable{AllTools: true}}); err != nil {
@@ -811,17 +814,14 @@ func (settleDownStore) InvocationSettleIfLeased(context.Context, store.Fence, st
 	return errors.New("connection refused")
 }
 
-// TestKeepLeases_AbandonedCallExpires: a call whose settle failed is no longer executed
-// by its worker, so KeepLeases stops renewing its lease even while it renews the calls
+// TestLeaseRenewal_AbandonedCallExpires: a call whose settle failed is no longer executed
+// by its worker, so the renewal stops renewing its lease even while it renews the calls
 // in flight; the lease runs out and the sweep decides for it (found by
 // runtime/chaostest, where the row stayed RUNNING for the life of the worker).
-func TestKeepLeases_AbandonedCallExpires(t *testing.T) {
+func TestLeaseRenewal_AbandonedCallExpires(t *testing.T) {
 	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
 	inner := drivers[0].open(t)
 	h := newHarnessOn(t, settleDownStore{inner}, runtime.Config{Lease: 300 * time.Millisecond}, send)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go h.p.KeepLeases(ctx)
 	if _, err := h.p.Execute(h.ctx, h.call("demo.send", "c1", `{}`)); err == nil {
 		t.Fatal("Execute succeeded although the settle failed")
 	}

@@ -192,29 +192,6 @@ func (p *Pipeline) reexecute(ctx context.Context, inv *store.Invocation) (Outcom
 	return p.stepEmit(ctx, c, o), true, nil
 }
 
-// KeepLeases renews the leases of the calls this pipeline is executing, in one statement
-// per interval (a third of the lease) however many calls are in flight, and none when it
-// executes nothing, until ctx is done. A row the worker holds but no longer executes is
-// left to expire (see Pipeline.executing).
-func (p *Pipeline) KeepLeases(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ids := p.executingIDs()
-			if len(ids) == 0 {
-				continue
-			}
-			if _, err := p.cfg.Store.InvocationRenewLeases(ctx, p.cfg.WorkerID, ids, p.cfg.Lease); err != nil && ctx.Err() == nil {
-				p.log.Error("renew leases", "worker", p.cfg.WorkerID, "err", err)
-			}
-		}
-	}
-}
-
 // Resume completes a suspended control call (RT-11) with the input it waited for,
 // found by its resume token. The answer becomes the call's structured result.
 func (p *Pipeline) Resume(ctx context.Context, resumeToken string, answer json.RawMessage) (Outcome, error) {

@@ -108,10 +108,6 @@ func newRig(tb testing.TB) *rig {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { u.Close() })
-	leases, stop := context.WithCancel(ctx)
-	renewed := make(chan struct{})
-	go func() { defer close(renewed); p.KeepLeases(leases) }()
-	tb.Cleanup(func() { stop(); <-renewed }) // before the store closes
 	principal := runtime.Principal{ID: "bench", Tenant: "t", Scopes: []string{"mcp." + serverID}}
 	srv, err := server.New(server.Options{Pipeline: p, Registry: reg, Workspace: dir, Principal: principal})
 	if err != nil {

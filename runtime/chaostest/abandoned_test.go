@@ -19,7 +19,7 @@ import (
 // lease the sweep must be able to classify it (here UNCERTAIN: non-idempotent, the
 // effect was sent), and the caller's retry must stop getting call_in_progress.
 //
-// KeepLeases used to renew every RUNNING row whose lease_owner was the worker, the
+// The lease renewal used to renew every RUNNING row whose lease_owner was the worker, the
 // abandoned one included, so its lease never expired while the process lived; it now
 // renews only the calls the pipeline is executing.
 func TestAbandonedCallIsReclaimed(t *testing.T) {
@@ -59,9 +59,6 @@ func TestAbandonedCallIsReclaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, stopKeeping := context.WithCancel(ctx)
-	defer stopKeeping()
-	go p.KeepLeases(keep)
 
 	idx := 0 // class non_idempotent
 	if classOf(idx).Tool != toolSend {
@@ -76,7 +73,7 @@ func TestAbandonedCallIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The worker lives on (KeepLeases runs); its call is over. Another worker sweeps
+	// The worker lives on (its renewal runs); its call is over. Another worker sweeps
 	// after three leases.
 	time.Sleep(3 * lease)
 	other, err := rt.NewPipeline(rt.Config{Registry: reg, Store: st, Lease: lease, WorkerID: "w-other"})

@@ -725,7 +725,7 @@ func report(s settings, c checked, restarts []*restart, results []workerResult, 
 	fmt.Fprintf(&b, "| Execute calls (first tries and retries) | %d |\n| calls completed by their caller | %d |\n", w.Executes, w.Done)
 	fmt.Fprintf(&b, "| Execute errors (store failed), by step | %s |\n| retryable outcomes, by reason | %s |\n", kv(storeErrs), kv(retryable))
 	fmt.Fprintf(&b, "| callers that gave up on call_in_progress after %s (the drain finished the call) | %d |\n", s.giveUp, w.GaveUp)
-	fmt.Fprintf(&b, "| ... of which the row's lease was the caller's own worker's, kept alive by KeepLeases | %d |\n", w.GaveUpSelf)
+	fmt.Fprintf(&b, "| ... of which the row's lease was the caller's own worker's, kept alive by its renewal | %d |\n", w.GaveUpSelf)
 	fmt.Fprintf(&b, "| recorded outcomes asking for a retry (replayed retryable) | %d |\n", w.ReplayedRetryable)
 	fmt.Fprintf(&b, "| Recover passes that failed | %d |\n| sweeps: reclaimed / re-executed / UNCERTAIN / crash_loop | %d / %d / %d / %d |\n",
 		w.RecoverErrors, w.Reclaimed, w.Retried, w.SweptUncertain, w.CrashLoop)

@@ -2,7 +2,7 @@
 // RT-3, RT-4, ST-3): four worker processes run calls through runtime.Pipeline on a
 // throwaway PostgreSQL cluster of the test's own while the test stops the server
 // (immediate or fast shutdown) for 0-2 s every 5-20 s and starts it again, as DBOS's
-// chaos monkey does. Workers keep their leases alive with KeepLeases, run Recover now
+// chaos monkey does. Workers keep their leases alive (the pipeline renews them while calls run), run Recover now
 // and then, and retry a call with the same key when the store failed or the outcome
 // is retryable, as a real caller would. At the end a drain recovers what is left and
 // the checker compares every row with an append-only receipt file kept outside the
@@ -27,7 +27,7 @@
 //
 // TestAbandonedCallIsReclaimed is the deterministic reproduction of what the chaos
 // found: a call whose settle failed while the server was down stays RUNNING, its lease
-// renewed by its worker's KeepLeases, for as long as the worker lives. It is skipped
+// renewed by its worker, for as long as the worker lives. It is skipped
 // unless CHAOSTEST_REPRO=1 until the pipeline is fixed.
 //
 // This package has no non-test code and is imported by nothing.

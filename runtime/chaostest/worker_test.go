@@ -346,7 +346,6 @@ func workerMain(ctx context.Context) error {
 	bg, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
 	var background sync.WaitGroup
-	background.Go(func() { p.KeepLeases(bg) })
 	recoverOnce := func() error {
 		rep, err := p.Recover(ctx)
 		mu.Lock()

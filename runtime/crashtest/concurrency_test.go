@@ -41,9 +41,6 @@ func workerLoop(ctx context.Context, p *rt.Pipeline) error {
 	if workers <= 0 {
 		return errors.New("no workers")
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go p.KeepLeases(lctx)
 	n := 0
 	for idx := w; idx < calls; idx += workers {
 		if _, err := p.Execute(ctx, callOf(concClass(idx), concCallID(idx), idx)); err != nil {

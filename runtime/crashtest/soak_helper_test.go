@@ -329,7 +329,6 @@ func soakHelperMain(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go p.KeepLeases(bg)
 	go h.reviewer(bg)
 
 	// 1. The reviewer decides what waited while the worker was dead.

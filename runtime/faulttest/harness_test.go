@@ -442,10 +442,6 @@ func (h *harness) runCase(fs *faultstore.Store, sp caseSpec, callID string, n in
 		bh.flaky = 1
 	}
 	if sp.Path == pathRenew {
-		kctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { a.KeepLeases(kctx); close(done) }()
-		defer func() { cancel(); <-done }()
 		bh.stall = func() {
 			// Stall until four renewals were attempted: more than a lease has passed, so
 			// the lease is alive only if they landed. Then another worker recovers.
