@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,5 +58,26 @@ func TestBuiltinSpecsAreToolsYAML(t *testing.T) {
 	}
 	if len(got) == 0 || !slices.Equal(got, want) {
 		t.Errorf("embedded %v, want %v", got, want)
+	}
+}
+
+// TestToolgenDoesNotDependOnGeneratedCode: cmd/toolgen regenerates gen/, so nothing it
+// builds from may be gen/ or depend on it (tools imports gen; runtime is what gen
+// imports and toolgen never needs).
+func TestToolgenDoesNotDependOnGeneratedCode(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", "./cmd/toolgen").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/toolgen: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, bad := range []string{"github.com/toolgen/toolgen/gen", "github.com/toolgen/toolgen/tools", "github.com/toolgen/toolgen/runtime"} {
+			if p == bad || strings.HasPrefix(p, bad+"/") {
+				t.Errorf("cmd/toolgen depends on %s", p)
+			}
+		}
 	}
 }
