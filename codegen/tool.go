@@ -348,8 +348,17 @@ func (tg *toolGen) impl(f *jen.File) {
 		jen.Id("Commit").Params(jen.Id("ctx").Qual(ctxPkg, "Context"), jen.Id("tc").Op("*").Qual(rt, "ExecContext"), jen.Id("plan").Id("P")).Params(jen.Id(g.Result), jen.Error()),
 	)
 	f.Line()
-	comment(f, []string{fmt.Sprintf("%s adapts impl to runtime.Tool, to be registered with the runtime. "+
-		"A type without both Prepare and Commit does not compile here (GEN-2).", g.New)})
+	plan := strings.ToLower(g.Base[:1]) + g.Base[1:] + "Plan"
+	comment(f, []string{
+		fmt.Sprintf("%s adapts impl to runtime.Tool, to be registered with the runtime. "+
+			"A type without both Prepare and Commit does not compile here (GEN-2). Name the plan type P "+
+			"(what Prepare returns) when calling it:", g.New),
+		"",
+		fmt.Sprintf("\t%s.%s[%s](impl)", tg.pkg, g.New, plan),
+		"",
+		"With the type argument, a type that lacks one of the methods fails to compile naming it " +
+			"(\"missing method Commit\"); left to inference, the same mistake is reported only as \"cannot infer P\".",
+	})
 	f.Func().Id(g.New).Types(jen.Id("P").Any()).Params(jen.Id("impl").Id(g.Impl).Types(jen.Id("P"))).Qual(rt, "Tool").Block(
 		jen.If(jen.Id("impl").Op("==").Nil()).Block(
 			jen.Panic(jen.Lit(g.New+": nil implementation")),
@@ -528,6 +537,10 @@ func comment(c interface{ Comment(string) *jen.Statement }, lines []string) {
 	for _, l := range lines {
 		if l == "" {
 			c.Comment("//")
+			continue
+		}
+		if strings.HasPrefix(l, "\t") { // a code line: never wrapped
+			c.Comment("//" + l)
 			continue
 		}
 		for _, w := range wrap(l, commentWidth) {

@@ -84,7 +84,14 @@ type ReviewMergeImpl[P any] interface {
 }
 
 // NewReviewMerge adapts impl to runtime.Tool, to be registered with the runtime. A type
-// without both Prepare and Commit does not compile here (GEN-2).
+// without both Prepare and Commit does not compile here (GEN-2). Name the plan type P (what
+// Prepare returns) when calling it:
+//
+//	gen.NewReviewMerge[reviewMergePlan](impl)
+//
+// With the type argument, a type that lacks one of the methods fails to compile naming it
+// ("missing method Commit"); left to inference, the same mistake is reported only as "cannot
+// infer P".
 func NewReviewMerge[P any](impl ReviewMergeImpl[P]) runtime.Tool {
 	if impl == nil {
 		panic("NewReviewMerge: nil implementation")

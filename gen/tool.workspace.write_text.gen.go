@@ -97,7 +97,14 @@ type WorkspaceWriteTextImpl[P any] interface {
 }
 
 // NewWorkspaceWriteText adapts impl to runtime.Tool, to be registered with the runtime. A
-// type without both Prepare and Commit does not compile here (GEN-2).
+// type without both Prepare and Commit does not compile here (GEN-2). Name the plan type P
+// (what Prepare returns) when calling it:
+//
+//	gen.NewWorkspaceWriteText[workspaceWriteTextPlan](impl)
+//
+// With the type argument, a type that lacks one of the methods fails to compile naming it
+// ("missing method Commit"); left to inference, the same mistake is reported only as "cannot
+// infer P".
 func NewWorkspaceWriteText[P any](impl WorkspaceWriteTextImpl[P]) runtime.Tool {
 	if impl == nil {
 		panic("NewWorkspaceWriteText: nil implementation")

@@ -15,8 +15,8 @@ type Identity struct {
 	RunID     string
 	Step      int
 	CallID    string
-	// IdempotencyKey is the call's key (RT-5), hex. A tool forwards it to an external
-	// service's own idempotency mechanism; it is the same on every attempt.
+	// IdempotencyKey is the call's key (RT-5), lower-case hex; see
+	// [ExecContext.IdempotencyKey].
 	IdempotencyKey string
 }
 
@@ -71,7 +71,16 @@ func (tc *ExecContext) Target() string                  { return tc.cfg.Target }
 func (tc *ExecContext) Workspace() string               { return tc.cfg.Workspace }
 func (tc *ExecContext) Artifacts() ArtifactWriter       { return tc.cfg.Artifacts }
 func (tc *ExecContext) Credentials() CredentialResolver { return tc.cfg.Credentials }
-func (tc *ExecContext) IdempotencyKey() string          { return tc.cfg.Identity.IdempotencyKey }
+
+// IdempotencyKey is the call's idempotency key (RT-5): the lower-case hex SHA-256 of
+// the tenant, run, step, call id, tool, tool version and canonical arguments. It is
+// stable across attempts: the attempt number is never an input, so the pipeline's
+// retries, a caller's retry of the same call and recovery's re-runs after a crash all
+// see the same key. A tool whose effect goes to an external service forwards it to
+// that service's own idempotency mechanism (for example an Idempotency-Key HTTP
+// header), so that the service applies the effect once even when toolgen cannot know
+// whether an earlier attempt reached it.
+func (tc *ExecContext) IdempotencyKey() string { return tc.cfg.Identity.IdempotencyKey }
 
 // ErrNoWatermarkWriter is returned by MarkEffectSent when the context was built without one.
 var ErrNoWatermarkWriter = errors.New("runtime: ExecContext has no watermark writer")

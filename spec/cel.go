@@ -109,16 +109,25 @@ var baseEnv = sync.OnceValue(func() (b *celBase) {
 // JSON numbers become CEL int or double as the field declares; an absent optional
 // field is tested with has(args.name).
 func NewArgsEnv(t *Tool) (*cel.Env, error) {
+	env, _, err := newArgsEnv(t)
+	return env, err
+}
+
+// argsVars are the variables of a tool's own expressions.
+var argsVars = []string{"args"}
+
+func newArgsEnv(t *Tool) (*cel.Env, *celProvider, error) {
 	b := baseEnv()
 	if b.err != nil {
-		return nil, b.err
+		return nil, nil, b.err
 	}
 	if t == nil {
-		return nil, fmt.Errorf("spec: NewArgsEnv of a nil tool")
+		return nil, nil, fmt.Errorf("spec: NewArgsEnv of a nil tool")
 	}
 	p := newCELProvider(b.reg)
-	args := p.addFields(argsTypeName(t.Name), t.Args)
-	return b.env.Extend(cel.CustomTypeProvider(p), cel.Variable("args", args))
+	args := p.addFields(argsTypeName(t.Name), "args", t.Args)
+	env, err := b.env.Extend(cel.CustomTypeProvider(p), cel.Variable("args", args))
+	return env, p, err
 }
 
 // NewPolicyEnv returns the CEL environment of a policy.yaml rule (POL-1, POL-2). It
@@ -128,13 +137,22 @@ func NewArgsEnv(t *Tool) (*cel.Env, error) {
 // is nil. Evaluate with principal bound to a map[string]any with keys "id", "tenant"
 // and "scopes" ([]any or []string), within the PolicyMax* bounds.
 func NewPolicyEnv(t *Tool) (*cel.Env, error) {
+	env, _, err := newPolicyEnv(t)
+	return env, err
+}
+
+// policyVars are the variables of a policy rule.
+var policyVars = []string{"tool", "risk", "side_effect", "trust", "principal", "args"}
+
+func newPolicyEnv(t *Tool) (*cel.Env, *celProvider, error) {
 	b := baseEnv()
 	if b.err != nil {
-		return nil, b.err
+		return nil, nil, b.err
 	}
 	p := newCELProvider(b.reg)
 	p.structs[principalTypeName] = &celStruct{
-		names: []string{"id", "tenant", "scopes"},
+		display: "principal",
+		names:   []string{"id", "tenant", "scopes"},
 		fields: map[string]*types.FieldType{
 			"id":     mapField("id", types.StringType, nil),
 			"tenant": mapField("tenant", types.StringType, nil),
@@ -143,9 +161,9 @@ func NewPolicyEnv(t *Tool) (*cel.Env, error) {
 	}
 	args := types.NewMapType(types.StringType, types.DynType)
 	if t != nil {
-		args = p.addFields(argsTypeName(t.Name), t.Args)
+		args = p.addFields(argsTypeName(t.Name), "args", t.Args)
 	}
-	return b.env.Extend(
+	env, err := b.env.Extend(
 		cel.CustomTypeProvider(p),
 		cel.Variable("tool", types.StringType),
 		cel.Variable("risk", types.StringType),
@@ -154,6 +172,17 @@ func NewPolicyEnv(t *Tool) (*cel.Env, error) {
 		cel.Variable("principal", types.NewObjectType(principalTypeName)),
 		cel.Variable("args", args),
 	)
+	return env, p, err
+}
+
+// celNames is what checkExpr suggests a misspelt name from: the environment's
+// synthetic types (their fields) and its variables.
+type celNames struct {
+	provider *celProvider
+	vars     []string
+	// objects maps the variables of a synthetic object type to its name, so that a
+	// bare field (tenant for principal.tenant) is answered with its variable.
+	objects map[string]string
 }
 
 // checkToolCEL compiles a tool's idempotent_when and approval_when (SPEC-5).
@@ -165,7 +194,11 @@ func checkToolCEL(r reporter, t *Tool) {
 		key string
 		e   *Expr
 	}{{"idempotent_when", t.IdempotentWhen}, {"approval_when", t.ApprovalWhen}}
-	env, err := safeEnv(func() (*cel.Env, error) { return NewArgsEnv(t) })
+	var p *celProvider
+	env, err := safeEnv(func() (env *cel.Env, err error) {
+		env, p, err = newArgsEnv(t)
+		return env, err
+	})
 	for _, x := range exprs {
 		if x.e == nil {
 			continue
@@ -174,17 +207,20 @@ func checkToolCEL(r reporter, t *Tool) {
 			r.errorf(x.e.Pos, "SPEC-5", "%s: cannot build the CEL environment of %s: %v", x.key, t.Name, err)
 			continue
 		}
-		checkExpr(r, "SPEC-5", x.key, env, x.e, &celSizes{args: t.Args, typed: true})
+		names := celNames{provider: p, vars: argsVars, objects: map[string]string{"args": argsTypeName(t.Name)}}
+		checkExpr(r, "SPEC-5", x.key, env, names, x.e, &celSizes{args: t.Args, typed: true})
 	}
 }
 
-// checkPolicyCEL compiles every policy rule's condition (POL-2, SPEC-5).
-func checkPolicyCEL(r reporter, p *Policy, tree *Tree) {
+// checkPolicyCEL compiles every policy rule's condition (POL-2, SPEC-5). lookup finds
+// the spec of a rule's one tool, the tree's own or a builtin, to type args.
+func checkPolicyCEL(r reporter, p *Policy, lookup func(name string) *Tool) {
 	if p == nil {
 		return
 	}
 	type built struct {
 		env *cel.Env
+		p   *celProvider
 		err error
 	}
 	envs := map[*Tool]built{}
@@ -193,12 +229,15 @@ func checkPolicyCEL(r reporter, p *Policy, tree *Tree) {
 			continue
 		}
 		var tool *Tool
-		if len(rule.Tools) == 1 && tree != nil {
-			tool = tree.Tool(rule.Tools[0].Name)
+		if len(rule.Tools) == 1 && lookup != nil {
+			tool = lookup(rule.Tools[0].Name)
 		}
 		b, ok := envs[tool]
 		if !ok {
-			b.env, b.err = safeEnv(func() (*cel.Env, error) { return NewPolicyEnv(tool) })
+			b.env, b.err = safeEnv(func() (env *cel.Env, err error) {
+				env, b.p, err = newPolicyEnv(tool)
+				return env, err
+			})
 			envs[tool] = b
 		}
 		label := rule.Effect + "_when"
@@ -213,8 +252,60 @@ func checkPolicyCEL(r reporter, p *Policy, tree *Tree) {
 		if tool != nil {
 			sizes.args, sizes.typed = tool.Args, true
 		}
-		checkExpr(r, "POL-2", label, b.env, rule.When, sizes)
+		names := celNames{provider: b.p, vars: policyVars, objects: map[string]string{"principal": principalTypeName}}
+		if tool != nil {
+			names.objects["args"] = argsTypeName(tool.Name)
+		}
+		checkExpr(r, "POL-2", label, b.env, names, rule.When, sizes)
 	}
+}
+
+// suggest returns a did-you-mean for a cel-go message about a misspelt name, or "":
+// "undefined field 'pth'" (a field of args, of an object argument or of principal)
+// and "undeclared reference to 'arg' (...)" (a variable).
+func (n celNames) suggest(msg string) string {
+	if field, ok := quotedAfter(msg, "undefined field '"); ok && n.provider != nil {
+		return n.provider.suggestField(field)
+	}
+	if ref, ok := quotedAfter(msg, "undeclared reference to '"); ok {
+		if s := closest(ref, n.vars); s != "" && s != ref {
+			return fmt.Sprintf("; did you mean %q?", s)
+		}
+		if n.provider == nil {
+			return ""
+		}
+		var fields []string
+		for _, v := range n.vars {
+			if st := n.provider.structs[n.objects[v]]; st != nil {
+				for _, f := range st.names {
+					fields = append(fields, v+"."+f)
+				}
+			}
+		}
+		// The bare name is compared with the field names, the suggestion is the path.
+		var bare []string
+		for _, f := range fields {
+			bare = append(bare, f[strings.IndexByte(f, '.')+1:])
+		}
+		if s := closest(ref, bare); s != "" {
+			for _, f := range fields {
+				if strings.HasSuffix(f, "."+s) {
+					return fmt.Sprintf("; did you mean %q?", f)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// quotedAfter returns the text between prefix, which must start msg, and the next '.
+func quotedAfter(msg, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, "'")
+	return name, ok && name != ""
 }
 
 // regexDetail says why the regular expression literal with expression id is invalid
@@ -259,13 +350,17 @@ func safeEnv(f func() (*cel.Env, error)) (env *cel.Env, err error) {
 
 // checkExpr compiles e in env and reports, as rule, every error at its position in the
 // YAML file, a result that is not bool, and an estimated cost over CELCostBudget. Each
-// message starts with label (the expression's key).
-func checkExpr(r reporter, rule, label string, env *cel.Env, e *Expr, sizes *celSizes) {
+// message starts with label (the expression's key). A misspelt field or variable gets a
+// did-you-mean from names, as an unknown key does.
+func checkExpr(r reporter, rule, label string, env *cel.Env, names celNames, e *Expr, sizes *celSizes) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.errorf(e.Pos, rule, "%s: the CEL checker failed on this expression: %v", label, p)
 		}
 	}()
+	if names.provider != nil {
+		names.provider.forgetMisses()
+	}
 	ast, iss := env.Compile(e.Source)
 	if iss != nil && iss.Err() != nil {
 		m := newExprMap(e)
@@ -274,7 +369,7 @@ func checkExpr(r reporter, rule, label string, env *cel.Env, e *Expr, sizes *cel
 			if msg == "invalid matches argument" {
 				msg += regexDetail(env, e.Source, ce.ExprID)
 			}
-			r.errorf(m.location(ce.Location, msg), rule, "%s: %s", label, oneLine(msg))
+			r.errorf(m.location(ce.Location, msg), rule, "%s: %s%s", label, oneLine(msg), names.suggest(msg))
 		}
 		return
 	}

@@ -71,59 +71,59 @@ func TestToolCEL(t *testing.T) {
 			name: "misspelt field, plain",
 			//                   col 16 ^    ^ col 21
 			tail: non + "approval_when: args.pathh.startsWith('.git/')\n",
-			want: []string{"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, double-quoted",
 			tail: non + `approval_when: "args.pathh.startsWith('.git/')"` + "\n",
-			want: []string{"tools/fs.write.yaml:15:22: approval_when: undefined field 'pathh' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:22: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, double-quoted after escapes",
 			// `"args.path == \"\x41\" && args.cont > 1"`: the quote is column 16, \" 30-31,
 			// \x41 32-35, \" 36-37, args 42-45, cont 47.
 			tail: non + `approval_when: "args.path == \"\x41\" && args.cont > 1"` + "\n",
-			want: []string{"tools/fs.write.yaml:15:47: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:47: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, single-quoted with '' escapes",
 			// ' is column 16, ''create'' 30-39, args 44-47, cont 49.
 			tail: non + "approval_when: 'args.mode == ''create'' && args.cont > 1'\n",
-			want: []string{"tools/fs.write.yaml:15:49: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:49: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, literal block",
 			tail: non + "approval_when: |\n  args.mode == 'create' &&\n    args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:17:10: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:17:10: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, literal block with indentation indicator and blank lines",
 			tail: non + "approval_when: |2-\n\n     args.mode == 'create'\n\n     && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:19:14: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:19:14: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, folded block",
 			tail: non + "approval_when: >-\n  args.mode == 'create'\n  && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:17:11: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:17:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt field, multi-line plain",
 			tail: non + "approval_when: args.mode == 'create'\n  && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:16:11: approval_when: undefined field 'cont' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:16:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
 		},
 		{
 			name: "misspelt nested field",
 			// args.opts.dept: args 16-19, opts 21-24, dept 26.
 			tail: non + "approval_when: args.opts.dept > 1\n",
-			want: []string{"tools/fs.write.yaml:15:26: approval_when: undefined field 'dept' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:26: approval_when: undefined field 'dept'; did you mean \"depth\"? [SPEC-5]"},
 		},
 		{
 			name: "every error of an expression",
 			// args.pathh: pathh at 21; args.cont: cont at 42.
 			tail: non + "approval_when: args.pathh == 'x' || args.cont > 1\n",
 			want: []string{
-				"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh' [SPEC-5]",
-				"tools/fs.write.yaml:15:42: approval_when: undefined field 'cont' [SPEC-5]",
+				"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]",
+				"tools/fs.write.yaml:15:42: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]",
 			},
 		},
 		{
@@ -131,7 +131,7 @@ func TestToolCEL(t *testing.T) {
 			// idempotent_when: args starts at 18, pathh at 23.
 			tail: cond + "idempotent_when: args.pathh == 'x'\napproval_when: args.mode == 1\n",
 			want: []string{
-				"tools/fs.write.yaml:15:23: idempotent_when: undefined field 'pathh' [SPEC-5]",
+				"tools/fs.write.yaml:15:23: idempotent_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]",
 				"tools/fs.write.yaml:16:26: approval_when: found no matching overload for '_==_' applied to '(string, int)' [SPEC-5]",
 			},
 		},
@@ -172,7 +172,7 @@ func TestToolCEL(t *testing.T) {
 		{
 			name: "undeclared variable",
 			tail: non + "approval_when: arg.path == 'x'\n",
-			want: []string{"tools/fs.write.yaml:15:16: approval_when: undeclared reference to 'arg' (in container '') [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:16: approval_when: undeclared reference to 'arg' (in container ''); did you mean \"args\"? [SPEC-5]"},
 		},
 		{
 			name: "bad regex literal",
@@ -251,7 +251,7 @@ func TestPolicyCEL(t *testing.T) {
     approve_when: "args.branch.startsWith('release/') || args.brnch == 'main'"
 `,
 			// the quote is column 19; args.brnch: brnch is column 63.
-			want: []string{"policy.yaml:4:63: rule merge-release: approve_when: undefined field 'brnch' [POL-2]"},
+			want: []string{"policy.yaml:4:63: rule merge-release: approve_when: undefined field 'brnch'; did you mean \"branch\"? [POL-2]"},
 		},
 		{
 			name: "typed args: type mismatch",
@@ -295,7 +295,7 @@ func TestPolicyCEL(t *testing.T) {
   - name: unknown
     deny_when: tenant == 'prod'
 `,
-			want: []string{"policy.yaml:3:16: rule unknown: deny_when: undeclared reference to 'tenant' (in container '') [POL-2]"},
+			want: []string{"policy.yaml:3:16: rule unknown: deny_when: undeclared reference to 'tenant' (in container ''); did you mean \"principal.tenant\"? [POL-2]"},
 		},
 		{
 			name: "misspelt principal field, folded",
@@ -305,7 +305,7 @@ func TestPolicyCEL(t *testing.T) {
       trust == 'external_untrusted'
       && principal.tenannt == 'prod'
 `,
-			want: []string{"policy.yaml:5:20: rule principal: deny_when: undefined field 'tenannt' [POL-2]"},
+			want: []string{"policy.yaml:5:20: rule principal: deny_when: undefined field 'tenannt'; did you mean \"tenant\"? [POL-2]"},
 		},
 		{
 			name: "non-bool",

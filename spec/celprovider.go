@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -22,19 +24,68 @@ import (
 type celProvider struct {
 	*types.Registry
 	structs map[string]*celStruct
+
+	// misses records, by field name, the synthetic types the checker asked for a field
+	// they do not have, so that "undefined field 'pth'" can be answered with a
+	// did-you-mean from the fields of the type it was asked of.
+	mu     sync.Mutex
+	misses map[string][]*celStruct
 }
 
 // celStruct is one synthetic object type.
 type celStruct struct {
-	names  []string // declaration order
-	fields map[string]*types.FieldType
+	display string   // how a diagnostic names a value of the type: args, args.user, args.tags[], principal
+	names   []string // declaration order
+	fields  map[string]*types.FieldType
 }
 
 // newCELProvider returns a provider without synthetic types that delegates to reg,
 // the registry of the base environment (CEL's standard types and the protobuf
 // well-known types). Providers only read reg.
 func newCELProvider(reg *types.Registry) *celProvider {
-	return &celProvider{Registry: reg, structs: map[string]*celStruct{}}
+	return &celProvider{Registry: reg, structs: map[string]*celStruct{}, misses: map[string][]*celStruct{}}
+}
+
+// maxMisses bounds the fields misses remembers: a check of one expression asks about a
+// handful, and the provider of a run-time environment must not grow.
+const maxMisses = 64
+
+// forgetMisses clears what misses recorded, before an expression is checked.
+func (p *celProvider) forgetMisses() {
+	p.mu.Lock()
+	clear(p.misses)
+	p.mu.Unlock()
+}
+
+// suggestField says, for a field the checker found undefined, which declared field was
+// probably meant ("; did you mean \"path\"?"), or else which fields there are; "" when
+// the field was never asked of a synthetic type.
+func (p *celProvider) suggestField(field string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sts := p.misses[field]
+	if len(sts) == 0 {
+		return ""
+	}
+	var known []string
+	for _, st := range sts {
+		for _, n := range st.names {
+			if !slices.Contains(known, n) {
+				known = append(known, n)
+			}
+		}
+	}
+	if s := closest(field, known); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	if len(sts) > 1 {
+		return ""
+	}
+	if len(known) == 0 {
+		return fmt.Sprintf("; %s has no fields", sts[0].display)
+	}
+	slices.Sort(known)
+	return fmt.Sprintf("; the fields of %s are %s", sts[0].display, strings.Join(known, ", "))
 }
 
 // argsTypeName is the synthetic CEL type of a tool's args. The provider is per tool,
@@ -57,11 +108,12 @@ func argsTypeName(toolName string) string {
 // principalTypeName is the synthetic type of a policy rule's principal.
 const principalTypeName = "toolgen.policy.Principal"
 
-// addFields declares the object type name with fields and returns its CEL type. An
-// object field becomes the nested type name.<field>, and an array's items
-// name.<field>.items: a path is either an array or an object, so the two never clash.
-func (p *celProvider) addFields(name string, fields []*Field) *types.Type {
-	st := &celStruct{fields: map[string]*types.FieldType{}}
+// addFields declares the object type name with fields and returns its CEL type;
+// display is how a diagnostic names a value of it (args, args.user). An object field
+// becomes the nested type name.<field>, and an array's items name.<field>.items: a
+// path is either an array or an object, so the two never clash.
+func (p *celProvider) addFields(name, display string, fields []*Field) *types.Type {
+	st := &celStruct{display: display, fields: map[string]*types.FieldType{}}
 	p.structs[name] = st
 	for _, f := range fields {
 		if f == nil {
@@ -70,14 +122,14 @@ func (p *celProvider) addFields(name string, fields []*Field) *types.Type {
 		if _, dup := st.fields[f.Name]; !dup {
 			st.names = append(st.names, f.Name)
 		}
-		st.fields[f.Name] = mapField(f.Name, p.fieldType(f, name+"."+f.Name), f)
+		st.fields[f.Name] = mapField(f.Name, p.fieldType(f, name+"."+f.Name, display+"."+f.Name), f)
 	}
 	return types.NewObjectType(name)
 }
 
 // fieldType is the CEL type of a field (SPEC-4 to CEL): string, int, double, bool,
 // list(items) or a nested object type. An enum has its base type.
-func (p *celProvider) fieldType(f *Field, name string) *types.Type {
+func (p *celProvider) fieldType(f *Field, name, display string) *types.Type {
 	if f == nil {
 		return types.DynType
 	}
@@ -91,9 +143,9 @@ func (p *celProvider) fieldType(f *Field, name string) *types.Type {
 	case TypeBoolean:
 		return types.BoolType
 	case TypeArray:
-		return types.NewListType(p.fieldType(f.Items, name+".items"))
+		return types.NewListType(p.fieldType(f.Items, name+".items", display+"[]"))
 	case TypeObject:
-		return p.addFields(name, f.Properties)
+		return p.addFields(name, display, f.Properties)
 	}
 	return types.DynType
 }
@@ -193,6 +245,13 @@ func (p *celProvider) FindStructFieldNames(name string) ([]string, bool) {
 func (p *celProvider) FindStructFieldType(name, field string) (*types.FieldType, bool) {
 	if st, ok := p.structs[name]; ok {
 		ft, ok := st.fields[field]
+		if !ok {
+			p.mu.Lock()
+			if len(p.misses) < maxMisses && !slices.Contains(p.misses[field], st) {
+				p.misses[field] = append(p.misses[field], st)
+			}
+			p.mu.Unlock()
+		}
 		return ft, ok
 	}
 	return p.Registry.FindStructFieldType(name, field)

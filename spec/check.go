@@ -9,8 +9,9 @@ import (
 
 // check applies the rules that need more than one file: unique names and Go
 // identifiers (SPEC-1), CEL (SPEC-5), tenant egress (SPEC-7), tool references (SPEC-8,
-// POL-2) and exclusivity (WF-1, WF-2).
-func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
+// POL-2) and exclusivity (WF-1, WF-2). References resolve against the tree's own tools
+// and the builtins it does not shadow (toolFiles are its tools/*.yaml files).
+func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles []string, builtins []*Tool) {
 	rep := func(file string) reporter { return reporter{path: disp(file), diags: diags} }
 
 	byName := map[string]*Tool{}
@@ -26,6 +27,8 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 		checkToolCEL(rep(t.File), t)
 	}
 	checkGoIdents(tree, rep, disp)
+	scope := newToolScope(tree, byName, toolFiles, builtins)
+	tree.scope = scope
 
 	servers := map[string]*Server{}
 	for _, s := range tree.Servers {
@@ -55,12 +58,12 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 	}
 
 	known := func(r reporter, ref Ref, what string) bool {
-		why := resolveToolRef(ref.Name, byName, servers, devices)
+		why := resolveToolRef(ref.Name, scope, servers, devices)
 		if why == "" {
 			return true
 		}
 		msg := fmt.Sprintf("%s names unknown tool %q: %s", what, ref.Name, why)
-		if s := closest(ref.Name, toolNames(tree.Tools)); s != "" {
+		if s := closest(ref.Name, scope.names()); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		r.errorf(ref.Pos, ruleFor(what), "%s", msg)
@@ -86,7 +89,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 				r.errorf(ref.Pos, "SPEC-8", "exclusive_tools names tools one by one; %q is a pattern", ref.Name)
 			}
 		}
-		checkWF1(r, p, tree, disp)
+		checkWF1(r, p, scope.all(tree.Tools), disp)
 	}
 
 	if pol := tree.Policy; pol != nil {
@@ -96,8 +99,9 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics) {
 				known(r, ref, "policy rule "+rule.Name)
 			}
 		}
-		checkPolicyCEL(r, pol, tree)
+		checkPolicyCEL(r, pol, scope.lookup)
 	}
+	tree.ReferencedBuiltins = scope.referenced()
 }
 
 func ruleFor(what string) string {
@@ -107,21 +111,16 @@ func ruleFor(what string) string {
 	return "SPEC-8"
 }
 
-func toolNames(ts []*Tool) []string {
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, t.Name)
-	}
-	return out
-}
-
-// resolveToolRef says why name does not name a tool, or "". A name is a builtin with a
-// spec, mcp.<server>.<tool> / mcp.<server>.* for a classified server, or
-// device.<device>.<tool> / device.<device>.* for a device of devices/ (the tools of
-// servers and devices are only known at run time).
-func resolveToolRef(name string, tools map[string]*Tool, servers, devices map[string]*Server) string {
-	if _, ok := tools[name]; ok {
+// resolveToolRef says why name does not name a tool, or "". A name is a tool of the
+// tree or an embedded builtin it does not shadow, mcp.<server>.<tool> / mcp.<server>.*
+// for a classified server, or device.<device>.<tool> / device.<device>.* for a device
+// of devices/ (the tools of servers and devices are only known at run time).
+func resolveToolRef(name string, scope *toolScope, servers, devices map[string]*Server) string {
+	if scope.resolve(name) != nil {
 		return ""
+	}
+	if file, ok := scope.broken[name]; ok {
+		return fmt.Sprintf("%s shadows the builtin of that name but does not declare it; fix its findings", file)
 	}
 	parts := strings.Split(name, ".")
 	if len(parts) == 3 && (parts[0] == "mcp" || parts[0] == DeviceDomain) {
@@ -140,7 +139,7 @@ func resolveToolRef(name string, tools map[string]*Tool, servers, devices map[st
 	if why := CheckName(name); why != "" {
 		return "a tool name " + why
 	}
-	return fmt.Sprintf("there is no %s/%s.yaml", ToolsDir, name)
+	return fmt.Sprintf("there is no %s/%s.yaml and no builtin tool of that name", ToolsDir, name)
 }
 
 // holds reports whether a mode's reference covers tool name (an mcp.<server>.* pattern
@@ -158,8 +157,8 @@ func holds(ref, name string) bool {
 // tool and every holding mode, sorted. Its rule is WF-1 when the protocol declared the
 // tool exclusive and WF-2 when the tool is exclusive by default or because its spec
 // confers approval: declaring fewer never removes those.
-func checkWF1(r reporter, p *Protocol, tree *Tree, disp func(string) string) {
-	set := p.ExclusiveSet(tree.Tools)
+func checkWF1(r reporter, p *Protocol, tools []*Tool, disp func(string) string) {
+	set := p.ExclusiveSet(tools)
 	names := make([]string, 0, len(set))
 	for n := range set {
 		names = append(names, n)
@@ -194,11 +193,25 @@ func checkWF1(r reporter, p *Protocol, tree *Tree, disp func(string) string) {
 			why = append(why, "exclusive by default")
 		}
 		if ex.ConfersApproval {
-			why = append(why, fmt.Sprintf("confers_approval in %s", disp(tree.Tool(name).File)))
+			why = append(why, "confers_approval in "+specOf(tools, name, disp))
 		}
 		r.errorf(second, rule, "exclusive tool %s is held by %d modes (%s): an exclusive tool belongs to exactly one mode (%s)",
 			name, len(modes), strings.Join(modes, ", "), strings.Join(why, "; "))
 	}
+}
+
+// specOf names where the spec of tool name is written: a file of the tree, or the
+// embedded builtin.
+func specOf(tools []*Tool, name string, disp func(string) string) string {
+	for _, t := range tools {
+		if t.Name == name {
+			if t.Builtin {
+				return "the builtin spec " + t.File
+			}
+			return disp(t.File)
+		}
+	}
+	return name
 }
 
 // checkGoIdents reports generated Go identifiers that two spec locations would both

@@ -34,7 +34,19 @@ func LoadDir(dir string) (*Tree, Diagnostics, error) {
 
 // LoadFS loads and checks a spec root held in fsys. display is prefixed to every
 // diagnostic path ("." or "" for none).
+//
+// References to tools resolve against the tree's own tools/*.yaml and then the
+// embedded builtin specs ([Builtins]) that the tree does not shadow with a file of the
+// same name: a protocol or a policy may name protocol.dispatch without a copy of its
+// spec. The builtins the tree names are [Tree.ReferencedBuiltins]; Tree.Tools stays
+// the tree's own.
 func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
+	return loadFS(fsys, display, loadBuiltins().tools)
+}
+
+// loadFS is LoadFS with the builtins references may resolve to (nil for the builtin
+// specs themselves).
+func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, error) {
 	var diags Diagnostics
 	tree := &Tree{Root: display}
 	disp := func(rel string) string {
@@ -43,10 +55,14 @@ func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
 		}
 		return path.Join(strings.TrimSuffix(filepathToSlash(display), "/"), rel)
 	}
+	var toolFiles []string
 	each := func(dir string, load func(rel string, data []byte)) error {
 		files, err := specFiles(fsys, dir, disp, &diags)
 		if err != nil {
 			return err
+		}
+		if dir == ToolsDir {
+			toolFiles = files
 		}
 		for _, rel := range files {
 			data, err := fs.ReadFile(fsys, rel)
@@ -114,7 +130,7 @@ func LoadFS(fsys fs.FS, display string) (*Tree, Diagnostics, error) {
 	slices.SortStableFunc(tree.Servers, func(a, b *Server) int { return strings.Compare(a.ServerID, b.ServerID) })
 	slices.SortStableFunc(tree.Devices, func(a, b *Device) int { return strings.Compare(a.DeviceID, b.DeviceID) })
 	slices.SortStableFunc(tree.Protocols, func(a, b *Protocol) int { return strings.Compare(a.Name, b.Name) })
-	check(tree, disp, &diags)
+	check(tree, disp, &diags, toolFiles, builtins)
 	return tree, diags.Sorted(), nil
 }
 

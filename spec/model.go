@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -12,16 +14,57 @@ import (
 type Tree struct {
 	// Root is the directory as the caller named it; diagnostics are printed relative to it.
 	Root      string
-	Tools     []*Tool     // sorted by name
+	Tools     []*Tool     // the tree's own tools/*.yaml, sorted by name: what codegen covers
 	Servers   []*Server   // sorted by server_id
 	Protocols []*Protocol // sorted by name
 	Devices   []*Device   // sorted by device_id
 	Policy    *Policy     // nil when policy.yaml is absent
 	// Principals is principals.yaml, nil when absent (ID-1).
 	Principals *Principals
+	// ReferencedBuiltins are the embedded builtin specs ([Builtins]) that the tree's
+	// protocols (mode tools, exclusive_tools) and policy rules name, sorted by name,
+	// each once. A tree shadows a builtin with a tools/<name>.yaml of its own, which is
+	// then in Tools and not here. The references were checked against these specs
+	// (SPEC-8, WF-2, POL-2) but the tools are not the tree's: codegen and catalog.json
+	// cover Tools only. A host serving the tree registers an implementation of each,
+	// whose definition hash must be the spec's SchemaSHA256 (HOST-3).
+	ReferencedBuiltins []*Tool
+
+	scope *toolScope // what references resolve against; nil for a tree not made by a load
 }
 
-// Tool returns the tool named name, or nil.
+// ToolOrBuiltin returns the tool named name as the tree's references see it: the tree's
+// own, or else the embedded builtin of that name unless the tree shadows it; nil when
+// there is neither.
+func (t *Tree) ToolOrBuiltin(name string) *Tool {
+	if t.scope != nil {
+		return t.scope.lookup(name)
+	}
+	if x := t.Tool(name); x != nil {
+		return x
+	}
+	return Builtin(name)
+}
+
+// KnownTools returns every tool the tree's references may name: its own Tools and the
+// embedded builtins it does not shadow, sorted by name. WF-2's exclusive set is taken
+// over them ([Protocol.ExclusiveSet]).
+func (t *Tree) KnownTools() []*Tool {
+	if t.scope != nil {
+		return t.scope.all(t.Tools)
+	}
+	out := slices.Clone(t.Tools)
+	for _, b := range Builtins() {
+		if t.Tool(b.Name) == nil {
+			out = append(out, b)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Tool returns the tree's own tool (one of Tools) named name, or nil; [Tree.ToolOrBuiltin]
+// also finds the builtins.
 func (t *Tree) Tool(name string) *Tool {
 	for _, x := range t.Tools {
 		if x.Name == name {
@@ -72,6 +115,9 @@ type Tool struct {
 	Args            []*Field // in declaration order
 	Result          []*Field // in declaration order
 	OutputMaxBytes  int      // default DefaultOutputMaxBytes
+	// Builtin is set on the embedded builtin specs ([Builtins]); File is then their
+	// path in this module (tools/<name>.yaml), not a file of the tree.
+	Builtin bool
 	// Acknowledge lists the `toolgen diff` rules a reviewer signed off for this change
 	// of the tool (see spec/specdiff). It is review metadata: it changes neither the
 	// catalog, nor the definition hash, nor the generated code.

@@ -115,10 +115,10 @@ func checkFormat(f string) (spec.Format, error) {
 	return "", fmt.Errorf("unknown -format %q: use text, json or github", f)
 }
 
-// load loads DIR and prints its diagnostics. ok is false when the caller must stop;
-// code is then the exit code.
-func load(dir string, format spec.Format, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
-	tree, diags, err := spec.LoadDir(dir)
+// load loads DIR and prints its diagnostics, their paths shown by pp. ok is false when
+// the caller must stop; code is then the exit code.
+func load(dir string, pp pathPrinter, format spec.Format, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
+	tree, diags, err := loadDir(dir, pp)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
 		return nil, ExitUsage, false
@@ -147,6 +147,18 @@ func load(dir string, format spec.Format, stdout, stderr io.Writer) (tree *spec.
 	return tree, ExitOK, true
 }
 
+// loadDir is spec.LoadDir with the diagnostics' paths shown by pp.
+func loadDir(dir string, pp pathPrinter) (*spec.Tree, spec.Diagnostics, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("%s is not a directory", pp.show(dir))
+	}
+	return spec.LoadFS(os.DirFS(dir), pp.show(dir))
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -165,7 +177,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(err, stderr)
 	}
-	_, code, _ := load(dir, f, stdout, stderr)
+	_, code, _ := load(dir, newPathPrinter(), f, stdout, stderr)
 	return code
 }
 
@@ -197,7 +209,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if !goIdent(*pkg) {
 		return usageError(fmt.Errorf("package name %q is not a Go identifier; use -pkg", *pkg), stderr)
 	}
-	tree, code, ok := load(dir, f, stdout, stderr)
+	pp := newPathPrinter()
+	tree, code, ok := load(dir, pp, f, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -214,7 +227,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if *check {
 		if len(changes) == 0 {
 			if *verbose {
-				fmt.Fprintf(stdout, "%s is up to date (%d files)\n", *out, len(files))
+				fmt.Fprintf(stdout, "%s is up to date (%d files)\n", pp.show(*out), len(files))
 			}
 			return ExitOK
 		}
@@ -226,14 +239,14 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			case !exists(filepath.Join(*out, c.Name)):
 				what = "is missing"
 			}
-			fmt.Fprintf(stderr, "%s %s\n", filepath.Join(*out, c.Name), what)
+			fmt.Fprintf(stderr, "%s %s\n", pp.show(filepath.Join(*out, c.Name)), what)
 		}
 		fmt.Fprintf(stderr, "toolgen: %d generated %s out of date; run go generate ./... (or toolgen generate %s)\n",
-			len(changes), plural(len(changes), "file is", "files are"), dir)
+			len(changes), plural(len(changes), "file is", "files are"), pp.show(dir))
 		return ExitFindings
 	}
 	if *verbose {
-		printSummary(stdout, tree, *out, files, changes)
+		printSummary(stdout, tree, pp.show(*out), files, changes)
 	}
 	return ExitOK
 }

@@ -84,7 +84,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return usageError(errors.New("diff compares two trees: toolgen diff --against REF [DIR] or toolgen diff OLD_DIR [DIR]"), stderr)
 	}
 
-	cur, code := loadForDiff(dir, dir, stderr)
+	pp := newPathPrinter()
+	cur, code := loadForDiff(dir, pp.show(dir), stderr)
 	if cur == nil {
 		return code
 	}
@@ -93,7 +94,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	// previous tree's are history.
 	if bad := specdiff.CheckAcknowledgements(cur); len(bad) > 0 {
 		bad.Write(stderr, spec.FormatText)
-		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d acknowledge %s no rule a tool can acknowledge\n", dir, len(bad),
+		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d acknowledge %s no rule a tool can acknowledge\n", pp.show(dir), len(bad),
 			plural(len(bad), "entry names", "entries name"))
 		return ExitUsage
 	}
@@ -109,9 +110,9 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		}
 		// Display the previous tree's paths as the current ones are displayed, so
 		// "previously tools/x.yaml:4:1" names the same file at the ref.
-		prev, code = loadForDiff(tmp, dir, stderr)
+		prev, code = loadForDiff(tmp, pp.show(dir), stderr)
 	} else {
-		prev, code = loadForDiff(oldDir, oldDir, stderr)
+		prev, code = loadForDiff(oldDir, pp.show(oldDir), stderr)
 	}
 	if prev == nil {
 		return code

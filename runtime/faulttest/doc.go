@@ -18,8 +18,9 @@
 //     or after the effect, stalled while renewals fail) that reaches the point.
 //   - TestFaultBursts: three faults in a row at the watermark, settle and release,
 //     exhausting the pipeline's own retries of that write.
-//   - TestFaultRate: 200 calls per store with a fault at 5 % of the writes, the type
-//     drawn at random (seeded).
+//   - TestFaultRate: 200 calls per store (50 under -short) with a fault at 5 % of the
+//     writes, the type drawn at random (seeded). The matrix and the bursts are one case
+//     per combination and keep their size under -short.
 //
 // The soak runs the rate test longer:
 //

@@ -171,10 +171,10 @@ func expectMatrix(r *caseResult) {
 // with a fault at each write of the claim, record, watermark, settle, release and sweep
 // points at FAULTTEST_RATE (default 5 %), the fault type drawn uniformly, several
 // faults per call possible. FAULTTEST_CALLS sets the number of calls per store (default
-// 200; the soak uses 20000).
+// 200, under -short 50; the soak uses 20000).
 func TestFaultRate(t *testing.T) {
 	t.Parallel() // the tests spend most of their time waiting out hangs
-	calls := envInt(t, "FAULTTEST_CALLS", 200)
+	calls := envInt(t, "FAULTTEST_CALLS", defaultRateCalls())
 	seed := uint64(envInt(t, "FAULTTEST_SEED", 1))
 	rate := 0.05
 	if s := os.Getenv("FAULTTEST_RATE"); s != "" {
@@ -227,6 +227,16 @@ func TestFaultRate(t *testing.T) {
 		report.addRate(run)
 		t.Log("\n" + rateTable(run))
 	})
+}
+
+// defaultRateCalls is the rate run's size without FAULTTEST_CALLS: 200 calls per
+// store, and under -short 50, which at 5 % of the writes still injects several faults
+// per store over every class and path (the table in the test log counts them).
+func defaultRateCalls() int {
+	if testing.Short() {
+		return 50
+	}
+	return 200
 }
 
 // ratePoints are the writes the rate run faults.

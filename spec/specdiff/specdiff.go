@@ -682,7 +682,7 @@ func (d *differ) protocol(p, c *spec.Protocol) {
 	name := c.Name
 	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "name")) }
 	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "name")) }
-	effective := c.ExclusiveSet(d.cur.Tools)
+	effective := c.ExclusiveSet(d.cur.KnownTools())
 	for _, cm := range c.Modes {
 		pm := p.Mode(cm.Name)
 		if pm == nil {

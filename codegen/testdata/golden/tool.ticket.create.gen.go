@@ -151,7 +151,14 @@ type TicketCreateImpl[P any] interface {
 }
 
 // NewTicketCreate adapts impl to runtime.Tool, to be registered with the runtime. A type
-// without both Prepare and Commit does not compile here (GEN-2).
+// without both Prepare and Commit does not compile here (GEN-2). Name the plan type P (what
+// Prepare returns) when calling it:
+//
+//	gen.NewTicketCreate[ticketCreatePlan](impl)
+//
+// With the type argument, a type that lacks one of the methods fails to compile naming it
+// ("missing method Commit"); left to inference, the same mistake is reported only as "cannot
+// infer P".
 func NewTicketCreate[P any](impl TicketCreateImpl[P]) runtime.Tool {
 	if impl == nil {
 		panic("NewTicketCreate: nil implementation")
