@@ -336,11 +336,10 @@ func TestCheckReplay_ReportsAReexecution(t *testing.T) {
 	r := &recorder{t: t}
 	s := &suite{t: r, tool: tool, spec: tool.Spec(), c: Case{Name: "send", Args: demoArgs, Setup: tool.wire}, name: "demo.send"}
 	env := s.newEnv()
-	h := newHarness(r, tool, env, filepath.Join(t.TempDir(), "one.db"), "w1")
-	first := h.execute(h.call(demoArgs))
+	first := s.call(s.newWorker(env), demoArgs).Outcome
 	after := s.observe(env)
-	other := newHarness(r, tool, env, filepath.Join(t.TempDir(), "other.db"), "w2")
-	s.checkReplay(other, first, after, "a pipeline over another database")
+	other := s.newWorker(env) // a new database
+	s.checkReplay(other, env, first, after, "a pipeline over another database")
 	for _, e := range r.errs {
 		t.Logf("reported: %s", e)
 	}
@@ -355,17 +354,14 @@ func TestPipeline_FlagsMissingWatermarkOnTheRow(t *testing.T) {
 	tool := newDemo("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent, func(d *demoTool, ctx context.Context, tc *runtime.ExecContext) (runtime.ToolResult, error) {
 		return ok()
 	})
-	env := &Env{Workspace: t.TempDir(), Effects: &Effects{}, Principal: runtime.Principal{ID: suiteCaller, Tenant: suiteTenant, Scopes: []string{"demo.use"}}}
-	h := newHarness(t, tool, env, filepath.Join(t.TempDir(), "db"), "w")
-	c := h.call(`{}`)
-	if o := h.execute(c); o.Status != runtime.OutcomeSucceeded {
+	w := NewWorker(t, tool, WorkerOptions{})
+	r := w.Call(context.Background(), `{}`)
+	if o := r.Outcome; o.Status != runtime.OutcomeSucceeded {
 		t.Fatalf("outcome %s/%s", o.Status, o.ReasonCode)
 	}
-	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
-		Tool: "demo.send", ToolVersion: 1, CanonicalArgs: []byte(`{}`)})
-	inv, err := h.db.InvocationGetByKey(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
+	inv := r.Row
+	if inv == nil {
+		t.Fatal("no row recorded")
 	}
 	if !inv.WatermarkMissing || inv.EffectSentAt != nil {
 		t.Errorf("row: watermark_missing %v, effect_sent_at %v; want true and unset", inv.WatermarkMissing, inv.EffectSentAt)
