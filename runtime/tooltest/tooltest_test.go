@@ -554,3 +554,24 @@ func TestRoundTripper_ClassifiesAndForwards(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// POL-3 holds inside the Worker too: an Approver who is the caller cannot approve, and
+// the test is told so instead of waiting out the hold.
+func TestWorker_ApproverWhoIsTheCallerFailsTheTest(t *testing.T) {
+	tool := newDemo("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent, func(d *demoTool, ctx context.Context, tc *runtime.ExecContext) (runtime.ToolResult, error) {
+		t.Error("the tool ran although nobody else approved it")
+		return ok()
+	})
+	tool.spec.Risk = runtime.RiskCritical
+	r := &recorder{t: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := NewWorker(r, tool, WorkerOptions{Approver: runtime.Principal{ID: DefaultCaller}})
+		w.Call(context.Background(), `{}`)
+	}()
+	<-done
+	if !strings.Contains(r.fatal, "approve the held call as "+DefaultCaller) || !strings.Contains(r.fatal, runtime.ErrSelfApproval.Error()) {
+		t.Errorf("fatal %q, want the self-approval named", r.fatal)
+	}
+}
