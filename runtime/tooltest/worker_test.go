@@ -235,3 +235,35 @@ func TestWorker_BoundArgumentsRowIsFound(t *testing.T) {
 		t.Fatalf("row %+v, want one whose arguments carry the bound principal", r.Row)
 	}
 }
+
+// A Worker's calls may run concurrently: each one's row, execution and approval are
+// its own.
+func TestWorker_ConcurrentCallsKeepTheirOwnResults(t *testing.T) {
+	ctx := context.Background()
+	send, deploy := newSend("demo.send", runtime.RiskLow), newSend("demo.deploy", runtime.RiskCritical)
+	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Tools: []runtime.Tool{deploy}, Credentials: map[string]string{"api_key": "k"}})
+	const n = 8
+	results := make(chan tooltest.Result, n)
+	for i := range n {
+		go func() {
+			tool := "demo.send"
+			if i%2 == 1 {
+				tool = "demo.deploy"
+			}
+			results <- w.Call(ctx, `{"n": `+string(rune('0'+i))+`}`, tooltest.ToolNamed(tool))
+		}()
+	}
+	rows := map[int64]bool{}
+	for range n {
+		r := <-results
+		wantOutcome(t, r, runtime.OutcomeSucceeded, "")
+		if !r.Executed || r.Held != (r.Call.Tool == "demo.deploy") || r.Row == nil || r.Row.Tool != r.Call.Tool || r.Row.CallID != r.Call.CallID {
+			t.Errorf("%s %s: executed %v, held %v, row %+v", r.Call.Tool, r.Call.CallID, r.Executed, r.Held, r.Row)
+			continue
+		}
+		rows[r.Row.ID] = true
+	}
+	if len(rows) != n || send.execs.Load() != n/2 || deploy.execs.Load() != n/2 {
+		t.Errorf("%d rows, %d + %d executions; want %d rows, %d each", len(rows), send.execs.Load(), deploy.execs.Load(), n, n/2)
+	}
+}

@@ -59,9 +59,14 @@ func TestWorker_OnAFreshSchema(t *testing.T) {
 
 		deploy := newSend(runtime.RiskCritical)
 		deploy.spec.Name = "demo.deploy"
-		held := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Database: tooltestpg.NewSchema(t, dsn)}).Call(ctx, `{}`)
+		dw := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Database: tooltestpg.NewSchema(t, dsn)})
+		held := dw.Call(ctx, `{}`)
 		if !held.Held || held.Outcome.Status != runtime.OutcomeSucceeded || held.Row.Status != store.StatusSucceeded {
 			t.Errorf("held call: held %v, outcome %s/%s, row %s", held.Held, held.Outcome.Status, held.Outcome.ReasonCode, held.Row.Status)
+		}
+		left := dw.Call(ctx, `{}`, tooltest.LeaveHeld())
+		if !left.Held || left.Outcome.ReasonCode != runtime.ReasonApprovalPending || left.Row.Status != store.StatusPending || left.Executed {
+			t.Errorf("call left held: held %v, outcome %s/%s, row %s, executed %v", left.Held, left.Outcome.Status, left.Outcome.ReasonCode, left.Row.Status, left.Executed)
 		}
 	})
 	if t.Failed() {
