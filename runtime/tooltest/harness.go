@@ -16,8 +16,9 @@ import (
 // call's state travels in the context the pipeline hands down to the store and to
 // Tool.Execute, so nothing here is a hook in the pipeline's production config.
 //
-// These are the Worker's only direct uses of the store interface besides reading a
-// row back in Call: the methods watchedStore overrides, and runtime.DecideApproval.
+// This file holds every direct use of the store interface the Worker makes: the
+// methods watchedStore overrides, reading a call's row back (row), and deciding a held
+// call (through runtime.DecideApproval, not ApprovalDecide itself).
 
 // callState is what one Worker.Call saw.
 type callState struct {
@@ -106,6 +107,15 @@ func (s *watchedStore) follow(ctx context.Context, key string, inv *store.Invoca
 		s.byID[inv.ID] = cs
 		s.mu.Unlock()
 	}
+}
+
+// row reads the invocation of key back, nil when there is none.
+func (s *watchedStore) row(ctx context.Context, key string) (*store.Invocation, error) {
+	inv, err := s.Store.InvocationGetByKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return inv, err
 }
 
 // forget drops the rows of a call that has returned.

@@ -3,7 +3,6 @@ package tooltest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -316,11 +315,8 @@ func (w *Worker) Call(ctx context.Context, args string, opts ...CallOption) Resu
 	res := Result{Call: c, Outcome: o, state: cs}
 	res.Executed, res.Held = cs.ran(), cs.wasHeld()
 	if key := cs.idempotencyKey(); key != "" {
-		inv, err := w.st.Store.InvocationGetByKey(context.WithoutCancel(ctx), key)
-		switch {
-		case err == nil:
-			res.Row = inv
-		case !errors.Is(err, store.ErrNotFound):
+		var err error
+		if res.Row, err = w.st.row(context.WithoutCancel(ctx), key); err != nil {
 			w.t.Fatalf("tooltest: %s: read the call's row back: %v", c.Tool, err)
 		}
 	}
