@@ -7,79 +7,50 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolgen/toolgen/gen"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/runtime/store/sqlite"
 	"github.com/toolgen/toolgen/runtime/tooltest"
 )
 
-// pipe runs the builtins end to end: the real registry, pipeline and SQLite store, one
-// workspace, a caller holding every builtin scope with user-labelled arguments.
+// pipe runs the builtins end to end through a tooltest.Worker: the real registry,
+// pipeline and SQLite store, one workspace, a caller holding every builtin scope with
+// user-labelled arguments, every call in one run. Nobody approves: a held call ends
+// unavailable/approval_pending at once, its row PENDING (tooltest.LeaveHeld).
 type pipe struct {
-	t  *testing.T
-	ws string
-	st *sqlite.Store
-	p  *runtime.Pipeline
+	t *testing.T
+	w *tooltest.Worker
 }
 
 var builtinCaller = runtime.Principal{ID: "alice", Tenant: "acme",
 	Scopes: []string{"workspace.read", "workspace.write", "review.merge", "review.approve"}}
 
-func newPipe(t *testing.T, ws string, cfg runtime.Config) *pipe {
+func newPipe(t *testing.T, ws string) *pipe {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "toolgen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	reg := runtime.NewRegistry()
-	if err := reg.Register(Builtins()...); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Registry, cfg.Store, cfg.WorkerID = reg, st, "w1"
-	cfg.Artifacts = runtime.NewFSArtifactWriter(t.TempDir())
-	p, err := runtime.NewPipeline(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pipe{t: t, ws: ws, st: st, p: p}
+	all := Builtins()
+	w := tooltest.NewWorker(t, all[0], tooltest.WorkerOptions{Tools: all[1:], Principal: builtinCaller, Workspace: ws})
+	return &pipe{t: t, w: w}
 }
 
-func (p *pipe) callOf(tool, callID, args string) runtime.Call {
-	return runtime.Call{
-		Tenant: "acme", Principal: builtinCaller, SessionID: "s1", RunID: "r1", Step: 1,
-		CallID: callID, Tool: tool, Args: json.RawMessage(args),
-		ContextTrust: []runtime.Trust{runtime.TrustUser}, ArgumentTrust: runtime.TrustUser,
-		Workspace: p.ws,
-	}
+// call makes the call callID of tool with args, and reads its row back.
+func (p *pipe) call(tool, callID, args string) tooltest.Result {
+	p.t.Helper()
+	return p.w.Call(context.Background(), args, tooltest.ToolNamed(tool), tooltest.CallID(callID), tooltest.LeaveHeld())
 }
 
 func (p *pipe) exec(tool, callID, args string) runtime.Outcome {
 	p.t.Helper()
-	o, err := p.p.Execute(context.Background(), p.callOf(tool, callID, args))
-	if err != nil {
-		p.t.Fatalf("Execute(%s %s): %v", tool, callID, err)
-	}
-	return o
+	return p.call(tool, callID, args).Outcome
 }
 
-// row reads the invocation of a call back from the store.
-func (p *pipe) row(tool, callID, args string) *store.Invocation {
-	p.t.Helper()
-	canon, err := runtime.CanonicalJSON([]byte(args))
-	if err != nil {
-		p.t.Fatal(err)
+// row is the invocation a call recorded; a call that recorded none fails the test.
+func row(t *testing.T, r tooltest.Result) *store.Invocation {
+	t.Helper()
+	if r.Row == nil {
+		t.Fatalf("%s %s: no row recorded", r.Call.Tool, r.Call.CallID)
 	}
-	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: callID,
-		Tool: tool, ToolVersion: 1, CanonicalArgs: canon})
-	inv, err := p.st.InvocationGetByKey(context.Background(), key)
-	if err != nil {
-		p.t.Fatalf("row of %s %s: %v", tool, callID, err)
-	}
-	return inv
+	return r.Row
 }
 
 // succeeded requires success and decodes the structured result into out (if not nil).
@@ -128,7 +99,7 @@ func TestPipeline_WorkspaceIsConfinedToItsRoot(t *testing.T) {
 	symlink(t, outside, ws, "link")
 	symlink(t, filepath.Join(outside, "secret.txt"), ws, "filelink")
 	before := snapshot(t, outside)
-	p := newPipe(t, ws, runtime.Config{})
+	p := newPipe(t, ws)
 
 	refusedWrites := []struct{ args, code string }{
 		{`{"path": "../outside/evil.txt", "text": "x"}`, codeInvalidPath},
@@ -142,10 +113,10 @@ func TestPipeline_WorkspaceIsConfinedToItsRoot(t *testing.T) {
 	}
 	for i, w := range refusedWrites {
 		callID := "w" + string(rune('0'+i))
-		o := p.exec("workspace.write_text", callID, w.args)
-		failedWith(t, o, w.code)
+		r := p.call("workspace.write_text", callID, w.args)
+		failedWith(t, r.Outcome, w.code)
 		// Refused in Prepare: the row shows the effect was never started.
-		if inv := p.row("workspace.write_text", callID, w.args); inv.EffectSentAt != nil {
+		if inv := row(t, r); inv.EffectSentAt != nil {
 			t.Errorf("%s: a refused write recorded a watermark", w.args)
 		}
 	}
@@ -175,36 +146,39 @@ func TestPipeline_WorkspaceIsConfinedToItsRoot(t *testing.T) {
 
 func TestPipeline_WriteTextCreateThenOverwrite(t *testing.T) {
 	ws := t.TempDir()
-	p := newPipe(t, ws, runtime.Config{})
+	p := newPipe(t, ws)
 	var res gen.WorkspaceWriteTextResult
-	succeeded(t, p.exec("workspace.write_text", "c1", `{"path": "docs/plan.md", "text": "v1\n"}`), &res)
+	r := p.call("workspace.write_text", "c1", `{"path": "docs/plan.md", "text": "v1\n"}`)
+	succeeded(t, r.Outcome, &res)
 	if res.BytesWritten != 3 || readFile(t, ws, "docs/plan.md") != "v1\n" {
 		t.Fatalf("create: %+v, content %q", res, readFile(t, ws, "docs/plan.md"))
 	}
-	if inv := p.row("workspace.write_text", "c1", `{"path": "docs/plan.md", "text": "v1\n"}`); inv.EffectSentAt == nil || inv.Status != store.StatusSucceeded {
+	if inv := row(t, r); inv.EffectSentAt == nil || inv.Status != store.StatusSucceeded {
 		t.Errorf("create row: status %s, effect_sent_at %v; want SUCCEEDED with a watermark", inv.Status, inv.EffectSentAt)
 	}
 	// A second create of the same path (a new call) is refused before the watermark.
 	args := `{"path": "docs/plan.md", "text": "v2\n", "mode": "create"}`
-	failedWith(t, p.exec("workspace.write_text", "c2", args), codeAlreadyExists)
-	if inv := p.row("workspace.write_text", "c2", args); inv.EffectSentAt != nil {
+	r = p.call("workspace.write_text", "c2", args)
+	failedWith(t, r.Outcome, codeAlreadyExists)
+	if inv := row(t, r); inv.EffectSentAt != nil {
 		t.Error("a refused create recorded a watermark")
 	}
-	succeeded(t, p.exec("workspace.write_text", "c3", `{"path": "docs/plan.md", "text": "v2\n", "mode": "overwrite"}`), &res)
+	overwrite := p.call("workspace.write_text", "c3", `{"path": "docs/plan.md", "text": "v2\n", "mode": "overwrite"}`)
+	succeeded(t, overwrite.Outcome, &res)
 	var read gen.WorkspaceReadTextResult
 	succeeded(t, p.exec("workspace.read_text", "c4", `{"path": "docs/plan.md"}`), &read)
 	if read.Text != "v2\n" || read.Sha256 != res.Sha256 {
 		t.Fatalf("read back %q (%s), want v2 (%s)", read.Text, read.Sha256, res.Sha256)
 	}
 	// The overwrite's idempotent_when held, and the row recorded it for recovery (RT-4).
-	if inv := p.row("workspace.write_text", "c3", `{"path": "docs/plan.md", "text": "v2\n", "mode": "overwrite"}`); inv.IdempotentWhen == nil || !*inv.IdempotentWhen {
+	if inv := row(t, overwrite); inv.IdempotentWhen == nil || !*inv.IdempotentWhen {
 		t.Errorf("overwrite row: idempotent_when %v, want true", inv.IdempotentWhen)
 	}
 }
 
 func TestPipeline_ReplayedCallIsNotExecutedTwice(t *testing.T) {
 	ws := t.TempDir()
-	p := newPipe(t, ws, runtime.Config{})
+	p := newPipe(t, ws)
 	args := `{"path": "log.txt", "text": "line\n", "mode": "append"}`
 	first := p.exec("workspace.write_text", "a1", args)
 	succeeded(t, first, nil)
@@ -241,12 +215,12 @@ func TestPipeline_ReviewMergeMergesABranch(t *testing.T) {
 	g.git("switch", "-q", "main")
 	g.commit("main.txt", "m\n", "main moves on")
 	head := g.git("rev-parse", "HEAD")
-	p := newPipe(t, g.dir, runtime.Config{})
+	p := newPipe(t, g.dir)
 
 	args := `{"branch": "feature/login"}`
 	var res gen.ReviewMergeResult
-	o := p.exec("review.merge", "m1", args)
-	succeeded(t, o, &res)
+	merged := p.call("review.merge", "m1", args)
+	succeeded(t, merged.Outcome, &res)
 	if res.MergedCommit != tip || res.Into != "main" || res.MergeCommit != g.git("rev-parse", "HEAD") {
 		t.Fatalf("result %+v; HEAD %s", res, g.git("rev-parse", "HEAD"))
 	}
@@ -256,7 +230,7 @@ func TestPipeline_ReviewMergeMergesABranch(t *testing.T) {
 	if readFile(t, g.dir, "login.go") != "package login\n" {
 		t.Fatal("the branch's file is not in the work tree")
 	}
-	if inv := p.row("review.merge", "m1", args); inv.EffectSentAt == nil {
+	if inv := row(t, merged); inv.EffectSentAt == nil {
 		t.Error("merged without a recorded watermark")
 	}
 	// The same call again: the recorded outcome, no second merge.
@@ -270,7 +244,7 @@ func TestPipeline_ReviewMergeMergesABranch(t *testing.T) {
 
 func TestPipeline_WriteUnderDotGitIsHeldForApproval(t *testing.T) {
 	ws := t.TempDir()
-	p := newPipe(t, ws, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond})
+	p := newPipe(t, ws)
 	o := p.exec("workspace.write_text", "g1", `{"path": ".git/hooks/pre-commit", "text": "#!/bin/sh\n"}`)
 	if o.Status != runtime.OutcomeUnavailable || o.ReasonCode != runtime.ReasonApprovalPending {
 		t.Fatalf("outcome %s/%s, want unavailable/approval_pending", o.Status, o.ReasonCode)
@@ -290,7 +264,7 @@ func TestPipeline_ReviewMergeIgnoresARepositoryAboveTheWorkspace(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(t, ws, runtime.Config{})
+	p := newPipe(t, ws)
 	failedWith(t, p.exec("review.merge", "m1", `{"branch": "feature"}`), codeNotGitRepository)
 	if now := g.git("rev-parse", "HEAD"); now != head {
 		t.Fatalf("the repository above the workspace was merged into: HEAD %s, was %s", now, head)
@@ -307,7 +281,7 @@ func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
 	g.git("switch", "-q", "main")
 	head := g.git("rev-parse", "HEAD")
 	ws := t.TempDir()
-	p := newPipe(t, ws, runtime.Config{})
+	p := newPipe(t, ws)
 	// Writing ".git" itself is now held for approval (approval_when); plant the file
 	// as an approved write would leave it.
 	if err := os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+filepath.Join(g.dir, ".git")+"\n"), 0o644); err != nil {
@@ -330,7 +304,7 @@ func TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside(t *testing.T) {
 // .git/ without the approval the clean spelling needs.
 func TestPipeline_EverySpellingOfDotGitIsHeldOrRefused(t *testing.T) {
 	ws := t.TempDir()
-	p := newPipe(t, ws, runtime.Config{ApprovalHold: 50 * time.Millisecond, ApprovalPoll: 5 * time.Millisecond})
+	p := newPipe(t, ws)
 	for i, path := range []string{"./.git/config", ".//.git/info/exclude"} {
 		o := p.exec("workspace.write_text", "g"+string(rune('0'+i)), `{"path": "`+path+`", "text": "[core]\n"}`)
 		failedWith(t, o, codeInvalidPath)

@@ -5,200 +5,221 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
-// The identity every call of the suite runs as.
-const (
-	suiteTenant   = "tooltest"
-	suiteCaller   = "tooltest-caller"
-	suiteApprover = "tooltest-approver" // a principal other than the caller (POL-3)
-	suiteSession  = "tooltest-session"
-	suiteRun      = "tooltest-run"
-	suiteStep     = 1
-	suiteCallID   = "tooltest-call-1"
-)
+// What a Worker puts around the real store and the real tool to watch one call: the
+// call's state travels in the context the pipeline hands down to the store and to
+// Tool.Execute, so nothing here is a hook in the pipeline's production config.
+//
+// This file holds every direct use of the store interface the Worker makes: the
+// methods watchedStore overrides, reading a call's row back (row), and deciding a held
+// call (through runtime.DecideApproval, not ApprovalDecide itself).
 
-// markHook runs inside the store's watermark write, before it is delegated: the
-// instant MarkEffectSent is called. A non-nil error fails the write without touching
-// the database.
-type markHook func() error
+// callState is what one Worker.Call saw.
+type callState struct {
+	leaveHeld bool
+	approver  runtime.Principal
+	onMark    func() error
+	cancel    context.CancelFunc
 
-// hookedStore is the real store with a hook in front of the watermark write.
-type hookedStore struct {
+	mu         sync.Mutex
+	key        string
+	runs       int // Tool.Execute calls
+	marked     bool
+	suspended  bool
+	res        runtime.ToolResult
+	err        error
+	markCalls  int // watermark writes asked for (the pipeline retries an ambiguous failure)
+	held       bool
+	decided    bool
+	approveErr error
+}
+
+type callStateKey struct{}
+
+func callStateFrom(ctx context.Context) *callState {
+	cs, _ := ctx.Value(callStateKey{}).(*callState)
+	return cs
+}
+
+func (cs *callState) idempotencyKey() string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.key
+}
+
+func (cs *callState) ran() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.runs > 0
+}
+
+func (cs *callState) wasHeld() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.held
+}
+
+func (cs *callState) approvalError() error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.approveErr
+}
+
+// toolReturn is what the tool's last execution did, as the pipeline saw it.
+func (cs *callState) toolReturn() (runs int, marked bool, res runtime.ToolResult, err error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.runs, cs.marked, cs.res, cs.err
+}
+
+func (cs *callState) markRequests() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.markCalls
+}
+
+// watchedStore is the real store, watching the calls of its Worker: it learns each
+// call's idempotency key and row, runs the suite's hook at the watermark write, and
+// decides a held call at its first look for the approval.
+type watchedStore struct {
 	store.Store
-	mu    sync.Mutex
-	hook  markHook
-	calls int // watermark writes asked for (the pipeline retries an ambiguous failure)
+	mu   sync.Mutex
+	byID map[int64]*callState // rows of calls in flight, for the watermark (its fence names the row)
 }
 
-func (h *hookedStore) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
-	h.mu.Lock()
-	h.calls++
-	hook := h.hook
-	h.mu.Unlock()
-	if hook != nil {
-		if err := hook(); err != nil {
-			return err
+// follow notes, for the call of ctx, the key the pipeline used and the row it got.
+func (s *watchedStore) follow(ctx context.Context, key string, inv *store.Invocation) {
+	cs := callStateFrom(ctx)
+	if cs == nil {
+		return
+	}
+	cs.mu.Lock()
+	cs.key = key
+	cs.mu.Unlock()
+	if inv != nil {
+		s.mu.Lock()
+		s.byID[inv.ID] = cs
+		s.mu.Unlock()
+	}
+}
+
+// row reads the invocation of key back, nil when there is none.
+func (s *watchedStore) row(ctx context.Context, key string) (*store.Invocation, error) {
+	inv, err := s.Store.InvocationGetByKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return inv, err
+}
+
+// forget drops the rows of a call that has returned.
+func (s *watchedStore) forget(cs *callState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.byID {
+		if c == cs {
+			delete(s.byID, id)
 		}
 	}
-	return h.Store.InvocationMarkEffectSentIfLeased(ctx, f, token)
 }
 
-func (h *hookedStore) markCalls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls
+func (s *watchedStore) InvocationInsert(ctx context.Context, p store.InsertParams) (*store.Invocation, bool, error) {
+	inv, inserted, err := s.Store.InvocationInsert(ctx, p)
+	s.follow(ctx, p.Key, inv)
+	return inv, inserted, err
 }
 
-// countingTool wraps the tool under test: it counts executions and keeps what the
-// last one returned and whether it marked, as the pipeline saw it.
-type countingTool struct {
-	runtime.Tool
-	mu        sync.Mutex
-	runs      int
-	marked    bool
-	suspended bool
-	res       runtime.ToolResult
-	err       error
+func (s *watchedStore) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
+	inv, err := s.Store.InvocationGetByKey(ctx, key)
+	s.follow(ctx, key, inv)
+	return inv, err
 }
 
-func (c *countingTool) Execute(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
-	c.mu.Lock()
-	c.runs++
-	c.mu.Unlock()
-	res, err := c.Tool.Execute(ctx, tc, args)
+func (s *watchedStore) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
+	inv, err := s.Store.InvocationClaimIfPending(ctx, id, owner, lease)
+	if inv != nil {
+		s.follow(ctx, inv.Key, inv)
+	}
+	return inv, err
+}
+
+// InvocationMarkEffectSentIfLeased is the instant MarkEffectSent is called: the
+// call's hook runs first, and its error fails the write without touching the database.
+// The call is found by the fence's row, whatever context the tool marked with.
+func (s *watchedStore) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
+	s.mu.Lock()
+	cs := s.byID[f.ID]
+	s.mu.Unlock()
+	if cs == nil {
+		cs = callStateFrom(ctx)
+	}
+	if cs != nil {
+		cs.mu.Lock()
+		cs.markCalls++
+		hook := cs.onMark
+		cs.mu.Unlock()
+		if hook != nil {
+			if err := hook(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Store.InvocationMarkEffectSentIfLeased(ctx, f, token)
+}
+
+// ApprovalGet is the pipeline's look for the decision on a held call (step 9). At the
+// first look the Worker decides: the Approver approves, unless the call is to be left
+// held, in which case the call is ended the way a hold past its bound ends it.
+func (s *watchedStore) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
+	cs := callStateFrom(ctx)
+	if cs == nil {
+		return s.Store.ApprovalGet(ctx, key)
+	}
+	cs.mu.Lock()
+	cs.held = true
+	decide := !cs.leaveHeld && !cs.decided
+	cs.decided = true
+	cs.mu.Unlock()
+	if decide {
+		err := runtime.DecideApproval(ctx, s.Store, key, cs.approver, true, "tooltest: approved by the Worker", nil)
+		if err != nil && !errors.Is(err, store.ErrConflict) { // ErrConflict: a decision already recorded stands
+			cs.mu.Lock()
+			cs.approveErr = err
+			cs.mu.Unlock()
+			cs.cancel()
+		}
+	}
+	a, err := s.Store.ApprovalGet(ctx, key)
+	if cs.leaveHeld && errors.Is(err, store.ErrNotFound) {
+		cs.cancel() // the hold's context is the call's: the pipeline returns approval_pending
+	}
+	return a, err
+}
+
+// watchedTool is the tool under test, counted: it records each execution and what it
+// returned in the state of the call that ran it.
+type watchedTool struct{ runtime.Tool }
+
+func (w watchedTool) Execute(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
+	cs := callStateFrom(ctx)
+	if cs == nil { // a recovery's re-execution: not a call of the Worker
+		return w.Tool.Execute(ctx, tc, args)
+	}
+	cs.mu.Lock()
+	cs.runs++
+	cs.mu.Unlock()
+	res, err := w.Tool.Execute(ctx, tc, args)
 	_, suspended := tc.SuspendRequested()
-	c.mu.Lock()
-	c.marked, c.suspended, c.res, c.err = tc.EffectMarked(), suspended, res, err
-	c.mu.Unlock()
+	cs.mu.Lock()
+	cs.marked, cs.suspended, cs.res, cs.err = tc.EffectMarked(), suspended, res, err
+	cs.mu.Unlock()
 	return res, err
-}
-
-// last returns the number of executions and what the last one did.
-func (c *countingTool) last() (runs int, marked bool, res runtime.ToolResult, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runs, c.marked, c.res, c.err
-}
-
-// harness is one pipeline over one SQLite database, running the tool under test.
-type harness struct {
-	t       TB
-	env     *Env
-	db      *sqlite.Store
-	st      *hookedStore
-	tool    *countingTool
-	p       *runtime.Pipeline
-	held    bool // the suite approved a held call
-	spec    *runtime.ToolSpec
-	dbPath  string
-	closers []func() error
-}
-
-// newHarness opens (or, for a second worker, reopens) the database at dbPath and
-// builds a pipeline over it that runs tool for env. A failure to build it is fatal:
-// nothing about the tool can be proven without it.
-func newHarness(t TB, tool runtime.Tool, env *Env, dbPath, worker string) *harness {
-	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatalf("tooltest: open the SQLite store: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	h := &harness{t: t, env: env, db: db, st: &hookedStore{Store: db}, tool: &countingTool{Tool: tool}, spec: tool.Spec(), dbPath: dbPath}
-	reg := runtime.NewRegistry()
-	if d := names.Domain(h.spec.Name); names.Reserved(h.spec.Name) {
-		err = reg.RegisterAdapter(d, h.tool)
-	} else {
-		err = reg.Register(h.tool)
-	}
-	if err != nil {
-		t.Fatalf("tooltest: register %s: %v", h.spec.Name, err)
-	}
-	h.p, err = runtime.NewPipeline(runtime.Config{
-		Registry:     reg,
-		Store:        h.st,
-		WorkerID:     worker,
-		ApprovalPoll: 5 * time.Millisecond,
-		ApprovalHold: time.Minute,
-		Artifacts:    runtime.NewFSArtifactWriter(filepath.Join(t.TempDir(), "artifacts")),
-		Credentials:  mapCredentials(env.Credentials),
-		WorkspaceFor: func(string, string) string { return env.Workspace },
-	})
-	if err != nil {
-		t.Fatalf("tooltest: build the pipeline: %v", err)
-	}
-	return h
-}
-
-// call is the suite's call of the tool with args.
-func (h *harness) call(args string) runtime.Call {
-	return runtime.Call{
-		Tenant: suiteTenant, Principal: h.env.Principal, SessionID: suiteSession,
-		RunID: suiteRun, Step: suiteStep, CallID: suiteCallID, Tool: h.spec.Name,
-		Args: json.RawMessage(args),
-		// User-labelled provenance: the trust-based approvals of POL-1 do not apply,
-		// so only a spec's approval_when, critical risk or an operator rule holds a call.
-		ContextTrust: []runtime.Trust{runtime.TrustUser}, ArgumentTrust: runtime.TrustUser,
-		Workspace: h.env.Workspace, Target: h.env.Target,
-	}
-}
-
-// execute runs c through the pipeline. A call the policy holds for approval is
-// approved by another principal while it waits, so held tools can be checked too.
-func (h *harness) execute(c runtime.Call) runtime.Outcome {
-	h.t.Helper()
-	ctx := context.Background()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	if canon, err := runtime.CanonicalJSON(c.Args); err == nil {
-		key := runtime.IdempotencyKey(runtime.KeyInput{
-			Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
-			Tool: h.spec.Name, ToolVersion: h.spec.Version, CanonicalArgs: canon,
-		})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.approveWhenHeld(ctx, key, stop)
-		}()
-	}
-	o, err := h.p.Execute(ctx, c)
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		h.t.Fatalf("tooltest: %s: the pipeline could not record the call: %v", h.spec.Name, err)
-	}
-	return o
-}
-
-func (h *harness) approveWhenHeld(ctx context.Context, key string, stop <-chan struct{}) {
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		inv, err := h.db.InvocationGetByKey(ctx, key)
-		if err != nil || inv.Status != store.StatusPending || inv.Decision != runtime.VerdictNeedsApproval {
-			continue
-		}
-		err = h.db.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: inv.Tenant, Approved: true, DecidedBy: suiteApprover, Reason: "tooltest"}, nil)
-		if err == nil || errors.Is(err, store.ErrConflict) {
-			h.held = true
-			return
-		}
-	}
 }
 
 // mapCredentials resolves credentials from a map.
@@ -208,7 +229,7 @@ func (m mapCredentials) Credential(_ context.Context, name string) (string, erro
 	if v, ok := m[name]; ok {
 		return v, nil
 	}
-	return "", fmt.Errorf("tooltest: no credential %q in Env.Credentials", name)
+	return "", fmt.Errorf("tooltest: no credential %q (Env.Credentials, WorkerOptions.Credentials)", name)
 }
 
 // markFailure is one way the watermark write fails, and the outcome it must produce.
@@ -225,8 +246,6 @@ var (
 	errLeaseLost = markFailure{what: "a lost lease", err: fmt.Errorf("tooltest: %w", store.ErrLeaseLost), want: runtime.ReasonLeaseLost}
 )
 
-func (h *hookedStore) setHook(hook markHook) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hook = hook
-}
+// withMarkHook runs hook at the instant MarkEffectSent writes the watermark (the suite's
+// observation point); a non-nil error fails the write without touching the database.
+func withMarkHook(hook func() error) CallOption { return func(c *callConfig) { c.onMark = hook } }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -128,7 +127,7 @@ func (s *suite) newEnv() *Env {
 	env := &Env{
 		Workspace:   s.t.TempDir(),
 		Effects:     &Effects{},
-		Principal:   runtime.Principal{ID: suiteCaller, Tenant: suiteTenant, Scopes: slices.Clone(s.spec.RequiredScopes)},
+		Principal:   runtime.Principal{ID: DefaultCaller, Tenant: DefaultTenant, Scopes: slices.Clone(s.spec.RequiredScopes)},
 		Credentials: map[string]string{},
 	}
 	if s.c.Setup != nil {
@@ -156,22 +155,43 @@ func (s *suite) observe(env *Env) State {
 	return st
 }
 
+// newWorker is the Worker one run of the case makes its calls through: a new
+// database, the case's workspace, credentials and caller.
+func (s *suite) newWorker(env *Env) *Worker {
+	s.t.Helper()
+	return NewWorker(s.t, s.tool, WorkerOptions{
+		Principal: env.Principal, Approver: runtime.Principal{ID: DefaultApprover},
+		Workspace: env.Workspace, Credentials: env.Credentials, Target: env.Target,
+	})
+}
+
+// suiteCallID is the call id of every call the suite makes.
+const suiteCallID = "tooltest-call-1"
+
+// call is the suite's call of the tool with args: always the same call (run, step and
+// call id), so that every repetition of it has the first one's key.
+func (s *suite) call(w *Worker, args string, opts ...CallOption) Result {
+	s.t.Helper()
+	return w.Call(context.Background(), args, append([]CallOption{CallID(suiteCallID)}, opts...)...)
+}
+
 // checkRan reports a call the pipeline refused before running the tool: the suite
 // proves nothing about a tool that never ran, so that is a failure of the case.
-func (s *suite) checkRan(h *harness, o runtime.Outcome, what string) bool {
+func (s *suite) checkRan(r Result, what string) bool {
 	s.t.Helper()
-	if runs, _, _, _ := h.tool.last(); runs == 0 {
+	if !r.Executed {
 		s.t.Errorf("%s: %s: the pipeline never ran the tool (outcome %s/%s); the contract can only be checked on a call that runs",
-			s.name, what, o.Status, o.ReasonCode)
+			s.name, what, r.Outcome.Status, r.Outcome.ReasonCode)
 		return false
 	}
 	return true
 }
 
 // checkOutcome compares the first outcome with what the case expects.
-func (s *suite) checkOutcome(h *harness, o runtime.Outcome) {
+func (s *suite) checkOutcome(r Result) {
 	s.t.Helper()
-	_, _, res, err := h.tool.last()
+	o := r.Outcome
+	_, _, res, err := r.state.toolReturn()
 	switch {
 	case s.c.WantFailure == "" && o.Status != runtime.OutcomeSucceeded:
 		s.t.Errorf("%s: outcome %s/%s%s, want success", s.name, o.Status, o.ReasonCode, describeToolReturn(res, err))
@@ -198,29 +218,27 @@ func describeToolReturn(res runtime.ToolResult, err error) string {
 func (s *suite) checkWatermarkAndReplay() {
 	s.t.Helper()
 	env := s.newEnv()
-	dbPath := filepath.Join(s.t.TempDir(), "toolgen.db")
-	h := newHarness(s.t, s.tool, env, dbPath, "tooltest-worker-1")
+	w := s.newWorker(env)
 
 	before := s.observe(env)
 	var atMark State
-	h.st.setHook(func() error {
+	r := s.call(w, s.args(), withMarkHook(func() error {
 		if atMark == nil {
 			atMark = s.observe(env)
 		}
 		return nil
-	})
-	first := h.execute(h.call(s.args()))
-	h.st.setHook(nil)
+	}))
+	first := r.Outcome
 	after := s.observe(env)
-	if h.held {
-		s.t.Logf("%s: the call was held for approval; the suite approved it as %s", s.name, suiteApprover)
+	if r.Held {
+		s.t.Logf("%s: the call was held for approval; the suite approved it as %s", s.name, DefaultApprover)
 	}
-	if !s.checkRan(h, first, "first call") {
+	if !s.checkRan(r, "first call") {
 		return
 	}
-	s.checkOutcome(h, first)
-	_, marked, res, _ := h.tool.last()
-	askedForMark := h.st.markCalls() > 0
+	s.checkOutcome(r)
+	_, marked, res, _ := r.state.toolReturn()
+	askedForMark := r.state.markRequests() > 0
 
 	switch {
 	case s.spec.Idempotency.NeedsWatermark():
@@ -249,29 +267,27 @@ func (s *suite) checkWatermarkAndReplay() {
 	// of it is always safe (RT-4), so the watermark decides nothing for it.
 
 	if first.Suspended != nil {
-		s.checkSuspendedReplay(h, first, after)
+		s.checkSuspendedReplay(w, env, first, after)
 		return
 	}
-	s.checkReplay(h, first, after, "the same pipeline")
+	s.checkReplay(w, env, first, after, "the same pipeline")
 	// A second worker (a new pipeline and registry over a second handle on the same
 	// database) must find the recorded outcome too: the dedupe lives in the store.
-	h2 := newHarness(s.t, s.tool, env, dbPath, "tooltest-worker-2")
-	s.checkReplay(h2, first, after, "a second pipeline over the same database")
+	s.checkReplay(w.Reopen(), env, first, after, "a second pipeline over the same database")
 }
 
 // checkReplay makes the first call again with reordered keys and changed whitespace.
-func (s *suite) checkReplay(h *harness, first runtime.Outcome, after State, via string) {
+func (s *suite) checkReplay(w *Worker, env *Env, first runtime.Outcome, after State, via string) {
 	s.t.Helper()
-	runsBefore, _, _, _ := h.tool.last()
 	args, err := reshuffle(s.args())
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
-	again := h.execute(h.call(args))
-	runs, _, _, _ := h.tool.last()
-	if runs != runsBefore {
+	r := s.call(w, args)
+	again := r.Outcome
+	if runs, _, _, _ := r.state.toolReturn(); runs != 0 {
 		s.t.Errorf("%s: replay through %s executed the tool again (%d more times); step 8 must return the recorded outcome",
-			s.name, via, runs-runsBefore)
+			s.name, via, runs)
 	}
 	if !again.Replayed {
 		s.t.Errorf("%s: replay through %s: Outcome.Replayed is false (outcome %s/%s), want the recorded outcome",
@@ -280,7 +296,7 @@ func (s *suite) checkReplay(h *harness, first runtime.Outcome, after State, via 
 	if a, b := outcomeJSON(s.t, first), outcomeJSON(s.t, again); !bytes.Equal(a, b) {
 		s.t.Errorf("%s: replay through %s returned a different outcome:\nfirst:  %s\nreplay: %s", s.name, via, a, b)
 	}
-	if d := s.observe(h.env).Diff(after); len(d) > 0 {
+	if d := s.observe(env).Diff(after); len(d) > 0 {
 		s.t.Errorf("%s: replay through %s changed: %s", s.name, via, strings.Join(d, "; "))
 	}
 }
@@ -288,7 +304,7 @@ func (s *suite) checkReplay(h *harness, first runtime.Outcome, after State, via 
 // checkSuspendedReplay is replay for a control call that suspended (RT-11): until it
 // is resumed, the same call reports call_suspended and does not run; once resumed, it
 // replays the answer.
-func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after State) {
+func (s *suite) checkSuspendedReplay(w *Worker, env *Env, first runtime.Outcome, after State) {
 	s.t.Helper()
 	if !s.spec.Suspends {
 		s.t.Errorf("%s: the call suspended although the spec says suspends: false", s.name)
@@ -297,14 +313,14 @@ func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after St
 		s.t.Errorf("%s: the call suspended without a resume token", s.name)
 		return
 	}
-	runsBefore, _, _, _ := h.tool.last()
 	args, err := reshuffle(s.args())
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
-	again := h.execute(h.call(args))
-	if runs, _, _, _ := h.tool.last(); runs != runsBefore {
-		s.t.Errorf("%s: the suspended call ran again when repeated (%d more times)", s.name, runs-runsBefore)
+	r := s.call(w, args)
+	again := r.Outcome
+	if runs, _, _, _ := r.state.toolReturn(); runs != 0 {
+		s.t.Errorf("%s: the suspended call ran again when repeated (%d more times)", s.name, runs)
 	}
 	if again.ReasonCode != runtime.ReasonCallSuspended {
 		s.t.Errorf("%s: repeating the suspended call: outcome %s/%s, want unavailable/call_suspended", s.name, again.Status, again.ReasonCode)
@@ -316,14 +332,14 @@ func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after St
 	if err != nil {
 		s.t.Fatalf("%s: ResumeAnswer: %v", s.name, err)
 	}
-	if _, err := h.p.Resume(context.Background(), first.Suspended.ResumeToken, answer); err != nil {
+	if _, err := w.p.Resume(context.Background(), first.Suspended.ResumeToken, answer); err != nil {
 		s.t.Errorf("%s: resume: %v", s.name, err)
 		return
 	}
-	for _, via := range []*harness{h, newHarness(s.t, s.tool, h.env, h.dbPath, "tooltest-worker-2")} {
-		runsBefore, _, _, _ := via.tool.last()
-		o := via.execute(via.call(args))
-		if runs, _, _, _ := via.tool.last(); runs != runsBefore {
+	for _, via := range []*Worker{w, w.Reopen()} {
+		r := s.call(via, args)
+		o := r.Outcome
+		if r.Executed {
 			s.t.Errorf("%s: the resumed call ran again when repeated", s.name)
 		}
 		if !o.Replayed || o.Status != runtime.OutcomeSucceeded || o.Result == nil || !bytes.Equal(o.Result.Structured, answer) {
@@ -335,7 +351,7 @@ func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after St
 				s.name, o.Status, o.ReasonCode, o.Replayed, got, answer)
 		}
 	}
-	if d := s.observe(h.env).Diff(after); len(d) > 0 {
+	if d := s.observe(env).Diff(after); len(d) > 0 {
 		s.t.Errorf("%s: resuming and replaying changed: %s", s.name, strings.Join(d, "; "))
 	}
 }
@@ -344,16 +360,16 @@ func (s *suite) checkSuspendedReplay(h *harness, first runtime.Outcome, after St
 func (s *suite) checkFailedWatermark(failure markFailure) {
 	s.t.Helper()
 	env := s.newEnv()
-	h := newHarness(s.t, s.tool, env, filepath.Join(s.t.TempDir(), "toolgen.db"), "tooltest-worker-1")
+	w := s.newWorker(env)
 	before := s.observe(env)
-	h.st.setHook(func() error { return failure.err })
-	o := h.execute(h.call(s.args()))
+	r := s.call(w, s.args(), withMarkHook(func() error { return failure.err }))
+	o := r.Outcome
 	after := s.observe(env)
-	if !s.checkRan(h, o, "failed-watermark call") {
+	if !s.checkRan(r, "failed-watermark call") {
 		return
 	}
-	_, marked, res, _ := h.tool.last()
-	if h.st.markCalls() == 0 {
+	_, marked, res, _ := r.state.toolReturn()
+	if r.state.markRequests() == 0 {
 		// The tool did not get as far as its watermark (an expected failure in Prepare,
 		// or a tool that never marks, which the first check reports).
 		if o.Status == runtime.OutcomeSucceeded {

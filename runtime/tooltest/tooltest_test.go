@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -336,11 +337,10 @@ func TestCheckReplay_ReportsAReexecution(t *testing.T) {
 	r := &recorder{t: t}
 	s := &suite{t: r, tool: tool, spec: tool.Spec(), c: Case{Name: "send", Args: demoArgs, Setup: tool.wire}, name: "demo.send"}
 	env := s.newEnv()
-	h := newHarness(r, tool, env, filepath.Join(t.TempDir(), "one.db"), "w1")
-	first := h.execute(h.call(demoArgs))
+	first := s.call(s.newWorker(env), demoArgs).Outcome
 	after := s.observe(env)
-	other := newHarness(r, tool, env, filepath.Join(t.TempDir(), "other.db"), "w2")
-	s.checkReplay(other, first, after, "a pipeline over another database")
+	other := s.newWorker(env) // a new database
+	s.checkReplay(other, env, first, after, "a pipeline over another database")
 	for _, e := range r.errs {
 		t.Logf("reported: %s", e)
 	}
@@ -355,17 +355,14 @@ func TestPipeline_FlagsMissingWatermarkOnTheRow(t *testing.T) {
 	tool := newDemo("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent, func(d *demoTool, ctx context.Context, tc *runtime.ExecContext) (runtime.ToolResult, error) {
 		return ok()
 	})
-	env := &Env{Workspace: t.TempDir(), Effects: &Effects{}, Principal: runtime.Principal{ID: suiteCaller, Tenant: suiteTenant, Scopes: []string{"demo.use"}}}
-	h := newHarness(t, tool, env, filepath.Join(t.TempDir(), "db"), "w")
-	c := h.call(`{}`)
-	if o := h.execute(c); o.Status != runtime.OutcomeSucceeded {
+	w := NewWorker(t, tool, WorkerOptions{})
+	r := w.Call(context.Background(), `{}`)
+	if o := r.Outcome; o.Status != runtime.OutcomeSucceeded {
 		t.Fatalf("outcome %s/%s", o.Status, o.ReasonCode)
 	}
-	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
-		Tool: "demo.send", ToolVersion: 1, CanonicalArgs: []byte(`{}`)})
-	inv, err := h.db.InvocationGetByKey(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
+	inv := r.Row
+	if inv == nil {
+		t.Fatal("no row recorded")
 	}
 	if !inv.WatermarkMissing || inv.EffectSentAt != nil {
 		t.Errorf("row: watermark_missing %v, effect_sent_at %v; want true and unset", inv.WatermarkMissing, inv.EffectSentAt)
@@ -429,5 +426,152 @@ func TestWorkspaceState_SeesContentModeAndSymlinks(t *testing.T) {
 			t.Errorf("diff %v, want exactly one change", s1.Diff(s0))
 		}
 		s0 = s1
+	}
+}
+
+// remotePrepare is an implementation behind a generated wrapper (GEN-2) that talks to
+// a remote service: Prepare sends prepare (a lookup, or — the bug — a reservation),
+// Commit uploads. Its client is wired to the case's Effects in Setup.
+type remotePrepare struct {
+	client  *http.Client
+	prepare func(path string) *http.Request
+}
+
+func (r *remotePrepare) Prepare(ctx context.Context, tc *runtime.ExecContext, args gen.WorkspaceWriteTextArgs) (string, error) {
+	resp, err := r.client.Do(r.prepare(args.Path).WithContext(ctx))
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return args.Path, nil
+}
+
+func (r *remotePrepare) Commit(ctx context.Context, tc *runtime.ExecContext, path string) (gen.WorkspaceWriteTextResult, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example.test/upload?path="+path, strings.NewReader("x"))
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return gen.WorkspaceWriteTextResult{}, err
+	}
+	resp.Body.Close()
+	return gen.WorkspaceWriteTextResult{BytesWritten: 1, Sha256: "2d711642b726"}, nil
+}
+
+func request(method, url string) func(string) *http.Request {
+	return func(path string) *http.Request {
+		req, _ := http.NewRequest(method, url+"?path="+path, nil)
+		return req
+	}
+}
+
+// remoteCase is a case whose Setup wires impl's client to the run's Effects through
+// RoundTripper(nil, isRead...), and keeps the last run's Effects in *last.
+func remoteCase(impl *remotePrepare, last **Effects, isRead ...func(*http.Request) bool) Case {
+	return Case{Name: "upload", Args: `{"path": "a.txt", "text": "x", "mode": "overwrite"}`,
+		Setup: func(t TB, env *Env) {
+			impl.client = &http.Client{Transport: env.Effects.RoundTripper(nil, isRead...)}
+			*last = env.Effects
+		}}
+}
+
+// The issue: a Prepare that only looks (GET, HEAD, OPTIONS) was counted as an effect
+// before the watermark. It is not; the Commit's POST still is an effect, after it.
+func TestCheck_ReadInPrepareIsNotAnEffect(t *testing.T) {
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
+		t.Run(method, func(t *testing.T) {
+			impl := &remotePrepare{prepare: request(method, "https://api.example.test/quota")}
+			var last *Effects
+			checkWith(t, gen.NewWorkspaceWriteText[string](impl), remoteCase(impl, &last)).wantClean(t)
+			if got, want := last.Reads(), []string{"HTTP " + method + " https://api.example.test/quota?path=a.txt"}; !slices.Equal(got, want) {
+				t.Errorf("reads %q, want %q", got, want)
+			}
+			// The last run is the lost-lease one: the Commit never ran, so no effect.
+			if got := last.List(); len(got) != 0 {
+				t.Errorf("effects %q after a lost lease, want none", got)
+			}
+		})
+	}
+}
+
+func TestCheck_WriteInPrepareIsStillAnEffect(t *testing.T) {
+	impl := &remotePrepare{prepare: request(http.MethodPost, "https://api.example.test/reserve")}
+	var last *Effects
+	r := checkWith(t, gen.NewWorkspaceWriteText[string](impl), remoteCase(impl, &last))
+	r.wantReported(t, "changed before the watermark", "effect #1 appeared (HTTP POST https://api.example.test/reserve?path=a.txt)")
+	r.wantReported(t, "with a failing watermark write", "effect #1 appeared (HTTP POST https://api.example.test/reserve?path=a.txt)")
+	if got := last.Reads(); len(got) != 0 {
+		t.Errorf("reads %q, want none: a POST is not a read", got)
+	}
+}
+
+// The author's own classification: a query sent as POST is a read, and — when the
+// default is left out — a GET that acts is an effect.
+func TestCheck_AuthorClassifiesReads(t *testing.T) {
+	search := func(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/search" }
+
+	impl := &remotePrepare{prepare: request(http.MethodPost, "https://api.example.test/v1/search")}
+	var last *Effects
+	checkWith(t, gen.NewWorkspaceWriteText[string](impl), remoteCase(impl, &last, ReadMethod, search)).wantClean(t)
+
+	impl = &remotePrepare{prepare: request(http.MethodGet, "https://legacy.example.test/reserve")}
+	r := checkWith(t, gen.NewWorkspaceWriteText[string](impl), remoteCase(impl, &last, search))
+	r.wantReported(t, "changed before the watermark", "effect #1 appeared (HTTP GET https://legacy.example.test/reserve?path=a.txt)")
+}
+
+func TestRoundTripper_ClassifiesAndForwards(t *testing.T) {
+	e := &Effects{}
+	var forwarded []string
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		forwarded = append(forwarded, r.Method)
+		return &http.Response{StatusCode: http.StatusTeapot, Body: http.NoBody, Request: r}, nil
+	})
+	client := &http.Client{Transport: e.RoundTripper(next)}
+	for _, method := range []string{"", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		req, _ := http.NewRequest(http.MethodGet, "https://h.example.test/x", nil)
+		req.Method = method // "" is GET to net/http
+		resp, err := client.Transport.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTeapot {
+			t.Fatalf("%q: %v, %v: want next's response", method, resp, err)
+		}
+	}
+	if want := []string{"", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}; !slices.Equal(forwarded, want) {
+		t.Errorf("forwarded %q, want %q", forwarded, want)
+	}
+	wantReads := []string{"HTTP GET https://h.example.test/x", "HTTP GET https://h.example.test/x", "HTTP HEAD https://h.example.test/x", "HTTP OPTIONS https://h.example.test/x"}
+	if got := e.Reads(); !slices.Equal(got, wantReads) {
+		t.Errorf("reads %q, want %q", got, wantReads)
+	}
+	wantEffects := []string{"HTTP POST https://h.example.test/x", "HTTP PUT https://h.example.test/x", "HTTP PATCH https://h.example.test/x", "HTTP DELETE https://h.example.test/x"}
+	if got := e.List(); !slices.Equal(got, wantEffects) {
+		t.Errorf("effects %q, want %q", got, wantEffects)
+	}
+	st := State{}
+	e.state(st)
+	if len(st) != len(wantEffects) {
+		t.Errorf("observed state %v: reads must not be part of it", st)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// POL-3 holds inside the Worker too: an Approver who is the caller cannot approve, and
+// the test is told so instead of waiting out the hold.
+func TestWorker_ApproverWhoIsTheCallerFailsTheTest(t *testing.T) {
+	tool := newDemo("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent, func(d *demoTool, ctx context.Context, tc *runtime.ExecContext) (runtime.ToolResult, error) {
+		t.Error("the tool ran although nobody else approved it")
+		return ok()
+	})
+	tool.spec.Risk = runtime.RiskCritical
+	r := &recorder{t: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := NewWorker(r, tool, WorkerOptions{Approver: runtime.Principal{ID: DefaultCaller}})
+		w.Call(context.Background(), `{}`)
+	}()
+	<-done
+	if !strings.Contains(r.fatal, "approve the held call as "+DefaultCaller) || !strings.Contains(r.fatal, runtime.ErrSelfApproval.Error()) {
+		t.Errorf("fatal %q, want the self-approval named", r.fatal)
 	}
 }
