@@ -70,6 +70,9 @@ type Config struct {
 	// Tenant is the local principal's tenant when there is no principals.yaml ("" is
 	// DefaultTenant); with the file, the file says it.
 	Tenant string
+	// Scopes, when not nil, narrows the local principal's scopes to these (with
+	// principals.yaml, to those of these it holds; without, to exactly these).
+	Scopes []string
 	// Session is the session id of stdio connections that name none in _meta; "" is
 	// a random id per connection.
 	Session string
@@ -131,31 +134,9 @@ type Host struct {
 // down). Any spec finding, and any disagreement between specs and implementations, is
 // an error: a host never runs specs toolgen would reject.
 func New(ctx context.Context, cfg Config) (*Host, error) {
-	h := &Host{cfg: cfg, log: cfg.Logger}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	h.dir = cfg.Dir
-	if h.dir == "" {
-		h.dir = "."
-	}
-	h.root = cfg.FS
-	if h.root == nil {
-		st, err := os.Stat(h.dir)
-		if err != nil {
-			return nil, fmt.Errorf("spec root: %w", err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("spec root %s is not a directory", h.dir)
-		}
-		h.root = os.DirFS(h.dir)
-	}
-	h.stateDir = cfg.StateDir
-	if h.stateDir == "" {
-		if cfg.FS != nil && cfg.Store == "" {
-			return nil, errors.New("host: a spec root given as an fs.FS needs Config.StateDir or Config.Store (where the store lives)")
-		}
-		h.stateDir = filepath.Join(h.dir, DefaultStateDir)
+	h, err := open(cfg)
+	if err != nil {
+		return nil, err
 	}
 	tree, diags, err := spec.LoadFS(h.root, h.dir)
 	if err != nil {
@@ -181,6 +162,37 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		if err := h.connectServers(ctx, cfg.Servers); err != nil {
 			h.log.Error("upstream servers not connected", "err", err)
 		}
+	}
+	return h, nil
+}
+
+// open resolves where cfg's spec root and state are.
+func open(cfg Config) (*Host, error) {
+	h := &Host{cfg: cfg, log: cfg.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.dir = cfg.Dir
+	if h.dir == "" {
+		h.dir = "."
+	}
+	h.root = cfg.FS
+	if h.root == nil {
+		st, err := os.Stat(h.dir)
+		if err != nil {
+			return nil, fmt.Errorf("spec root: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("spec root %s is not a directory", h.dir)
+		}
+		h.root = os.DirFS(h.dir)
+	}
+	h.stateDir = cfg.StateDir
+	if h.stateDir == "" {
+		if cfg.FS != nil && cfg.Store == "" {
+			return nil, errors.New("host: a spec root given as an fs.FS needs Config.StateDir or Config.Store (where the store lives)")
+		}
+		h.stateDir = filepath.Join(h.dir, DefaultStateDir)
 	}
 	return h, nil
 }

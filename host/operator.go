@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/toolgen/toolgen/internal/identity"
+	"github.com/toolgen/toolgen/spec"
 
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
@@ -25,11 +29,63 @@ import (
 //   - the audit entry of a decision or a review is written in the decision's own
 //     transaction: there is no decision without its entry, and no entry without it.
 //
-// The actor is a principal the host resolved (Host.Principal, Host.VerifyToken).
-type Operator struct{ h *Host }
+// The actor is a principal the host resolved (Principal, VerifyToken).
+type Operator struct {
+	h    *Host
+	owns bool // OpenOperator's: Close releases the store
+}
 
 // Operator returns the host's operator service.
 func (h *Host) Operator() *Operator { return &Operator{h: h} }
+
+// OpenOperator opens the operator service alone, on the store cfg names, without the
+// pipeline: for the people who review a store — from a process that runs no tools, or
+// when the spec root's tools, protocols or policy do not load (the audit log then still
+// says why a protocol was refused). Only principals.yaml must load: an actor is never
+// resolved from a file with findings. Close it when done.
+func OpenOperator(ctx context.Context, cfg Config) (*Operator, error) {
+	h, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tree, diags, err := spec.LoadFS(h.root, h.dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range diags {
+		if strings.HasSuffix(d.Path, spec.PrincipalsFile) {
+			return nil, fmt.Errorf("%s", d)
+		}
+	}
+	h.tree, h.reg = tree, runtime.NewRegistry()
+	if tree.Principals != nil {
+		if h.verifier, err = identity.New(ctx, tree.Principals, h.root); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.PrincipalsFile, err)
+		}
+	}
+	if h.st, err = OpenStore(ctx, cfg.Store, h.stateDir); err != nil {
+		return nil, err
+	}
+	return &Operator{h: h, owns: true}, nil
+}
+
+// Close releases the store of an operator service OpenOperator opened; a host's own
+// operator service is closed with the host.
+func (o *Operator) Close() error {
+	if !o.owns {
+		return nil
+	}
+	return o.h.st.Close()
+}
+
+// Principal and VerifyToken resolve an actor, as Host.Principal and Host.VerifyToken.
+func (o *Operator) Principal(id string) (runtime.Principal, error) { return o.h.Principal(id) }
+func (o *Operator) VerifyToken(ctx context.Context, token string) (runtime.Principal, error) {
+	return o.h.VerifyToken(ctx, token)
+}
+
+// HasPrincipals is Host.HasPrincipals.
+func (o *Operator) HasPrincipals() bool { return o.h.HasPrincipals() }
 
 // Errors of the operator service (test with errors.Is).
 var (
@@ -39,7 +95,7 @@ var (
 	ErrMissingScope  = errors.New("does not hold the approving scope " + ApproveScope)
 	ErrNotUncertain  = errors.New("the invocation is not an unresolved UNCERTAIN call")
 	ErrRateLimited   = errors.New("rate limited")
-	ErrUnknownServer = errors.New("no such server")
+	ErrUnknownServer = errors.New("no server")
 )
 
 // Audit entry kinds the operator service writes.
@@ -209,7 +265,7 @@ const ForceEpochWindow = time.Minute
 func (o *Operator) ForceEpoch(ctx context.Context, actor runtime.Principal, id, reason string) (int64, error) {
 	srv := o.h.tree.Server(id)
 	if srv == nil || (srv.Tenant != "" && srv.Tenant != actor.Tenant) {
-		return 0, fmt.Errorf("%q: %w in %s/servers", id, ErrUnknownServer, o.h.dir)
+		return 0, fmt.Errorf("%w %q in %s/servers", ErrUnknownServer, id, o.h.dir)
 	}
 	history, err := o.h.st.CatalogHistoryList(ctx, id)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 const ApproveScope = "approvals.decide"
 
 // ErrUnknownPrincipal is returned for a principal principals.yaml does not declare.
-var ErrUnknownPrincipal = errors.New("not declared in " + spec.PrincipalsFile + " (tokens or local)")
+var ErrUnknownPrincipal = errors.New("is not declared in " + spec.PrincipalsFile + " (tokens or local)")
 
 // HasPrincipals reports whether the spec root declares its principals
 // (principals.yaml): then every HTTP request needs a verified bearer token, and only
@@ -28,16 +28,26 @@ func (h *Host) HasPrincipals() bool { return h.verifier != nil }
 // Config.Tenant, with every scope the served tools (and declared devices) require plus
 // ApproveScope — never the scope of unclassified servers, which no principal holds.
 func (h *Host) Principal(id string) (runtime.Principal, error) {
+	local := h.principalID()
 	if id == "" {
-		id = h.cfg.Principal
+		id = local
 	}
-	if id == "" {
-		id = DefaultPrincipal
+	p, err := h.principal(id)
+	if err == nil && id == local && h.cfg.Scopes != nil {
+		narrow := h.cfg.Scopes
+		if h.verifier != nil {
+			narrow = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return !slices.Contains(h.cfg.Scopes, s) })
+		}
+		p.Scopes = slices.Clone(narrow)
 	}
+	return p, err
+}
+
+func (h *Host) principal(id string) (runtime.Principal, error) {
 	if h.verifier != nil {
 		p, ok := h.verifier.Local(id)
 		if !ok {
-			return runtime.Principal{}, fmt.Errorf("principal %s %w", id, ErrUnknownPrincipal)
+			return runtime.Principal{}, fmt.Errorf("%s %w", id, ErrUnknownPrincipal)
 		}
 		return p, nil
 	}

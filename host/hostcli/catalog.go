@@ -17,11 +17,15 @@ func runCatalog(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	h, actor, err := c.openActor(e)
+	h, err := c.open(e, []string{}, nil)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer h.Close()
+	actor, err := c.actor(e, h)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
 	if *force != "" {
 		id, err := h.Operator().ForceEpoch(e.ctx, actor, *force, *reason)
 		switch {

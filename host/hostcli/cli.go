@@ -206,7 +206,7 @@ func (c *common) config(e *env, servers []string) (host.Config, error) {
 	hc := host.Config{
 		Dir: c.dir, Store: c.db, Workspace: c.workspace, Principal: c.principal, Tenant: c.tenant,
 		Tools: e.cfg.Tools, Builtins: e.cfg.Builtins, Servers: servers, Logger: log,
-		Lease: c.lease, SweepInterval: c.sweep,
+		Lease: c.lease, SweepInterval: c.sweep, Scopes: c.scopeList(),
 	}
 	hc.Test.AfterStep = killAt()
 	return hc, nil
@@ -227,9 +227,16 @@ func (c *common) open(e *env, servers []string, adjust func(*host.Config)) (*hos
 	return host.New(e.ctx, hc)
 }
 
+// resolver resolves actors: a host, or an operator service alone.
+type resolver interface {
+	Principal(id string) (runtime.Principal, error)
+	VerifyToken(ctx context.Context, token string) (runtime.Principal, error)
+	HasPrincipals() bool
+}
+
 // actor is who acts: the principal --token-file proves, or --principal (declared in
 // principals.yaml when there is one), narrowed by --scopes.
-func (c *common) actor(e *env, h *host.Host) (runtime.Principal, error) {
+func (c *common) actor(e *env, h resolver) (runtime.Principal, error) {
 	var p runtime.Principal
 	var err error
 	if c.tokenFile != "" {
@@ -241,15 +248,9 @@ func (c *common) actor(e *env, h *host.Host) (runtime.Principal, error) {
 			return p, fmt.Errorf("--token-file: %w", err)
 		}
 	} else if p, err = h.Principal(c.principal); err != nil {
-		return p, fmt.Errorf("--principal %s: %w", c.principal, err)
+		return p, fmt.Errorf("--principal %w", err)
 	}
-	if c.scopes != "" {
-		var narrow []string
-		for _, s := range strings.Split(c.scopes, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				narrow = append(narrow, s)
-			}
-		}
+	if narrow := c.scopeList(); narrow != nil {
 		p.Scopes = slices.DeleteFunc(slices.Clone(p.Scopes), func(s string) bool { return !slices.Contains(narrow, s) })
 		if !h.HasPrincipals() {
 			// Without principals.yaml the operator on its own machine names its scopes.
@@ -262,19 +263,40 @@ func (c *common) actor(e *env, h *host.Host) (runtime.Principal, error) {
 	return p, nil
 }
 
-// openActor opens the host with no upstream server and resolves the actor: the review
-// commands.
-func (c *common) openActor(e *env) (*host.Host, runtime.Principal, error) {
-	h, err := c.open(e, []string{}, nil)
+// scopeList is --scopes as a list; nil when the flag is not set.
+func (c *common) scopeList() []string {
+	if c.scopes == "" {
+		return nil
+	}
+	narrow := []string{}
+	for _, s := range strings.Split(c.scopes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			narrow = append(narrow, s)
+		}
+	}
+	return narrow
+}
+
+// openOperator opens the operator service alone and resolves the actor: the review
+// commands, which work on a store even when the spec root's tools do not load.
+func (c *common) openOperator(e *env) (*host.Operator, runtime.Principal, error) {
+	hc, err := c.config(e, []string{})
 	if err != nil {
 		return nil, runtime.Principal{}, err
 	}
-	p, err := c.actor(e, h)
+	if e.cfg.Host != nil {
+		e.cfg.Host(&hc)
+	}
+	op, err := host.OpenOperator(e.ctx, hc)
 	if err != nil {
-		h.Close()
+		return nil, runtime.Principal{}, err
+	}
+	p, err := c.actor(e, op)
+	if err != nil {
+		op.Close()
 		return nil, p, err
 	}
-	return h, p, nil
+	return op, p, nil
 }
 
 func fail(e *env, cmd string, err error) int {

@@ -14,12 +14,12 @@ func runApprovals(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments")
 	}
-	h, actor, err := c.openActor(e)
+	op, actor, err := c.openOperator(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	defer h.Close()
-	rows, err := h.Operator().Approvals(e.ctx, actor)
+	defer op.Close()
+	rows, err := op.Approvals(e.ctx, actor)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
@@ -41,13 +41,13 @@ func runDecide(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	h, actor, err := c.openActor(e)
+	op, actor, err := c.openOperator(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	defer h.Close()
+	defer op.Close()
 	approved := cmd == "approve"
-	inv, err := h.Operator().Decide(e.ctx, actor, id, approved, *reason)
+	inv, err := op.Decide(e.ctx, actor, id, approved, *reason)
 	switch {
 	case errors.Is(err, host.ErrNotFound):
 		return refused(e, cmd, fmt.Errorf("no invocation %d waits for a decision in tenant %s", id, actor.Tenant))
@@ -75,12 +75,12 @@ func runUncertain(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments")
 	}
-	h, actor, err := c.openActor(e)
+	op, actor, err := c.openOperator(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	defer h.Close()
-	rows, err := h.Operator().Uncertain(e.ctx, actor)
+	defer op.Close()
+	rows, err := op.Uncertain(e.ctx, actor)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
@@ -104,12 +104,12 @@ func runResolve(e *env, cmd string, args []string) int {
 	if err != nil {
 		return usageErr(e, cmd, err.Error())
 	}
-	h, actor, err := c.openActor(e)
+	op, actor, err := c.openOperator(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	defer h.Close()
-	inv, err := h.Operator().Resolve(e.ctx, actor, id, *happened, *reason)
+	defer op.Close()
+	inv, err := op.Resolve(e.ctx, actor, id, *happened, *reason)
 	switch {
 	case errors.Is(err, host.ErrNotFound):
 		return refused(e, cmd, fmt.Errorf("no invocation %d in tenant %s", id, actor.Tenant))
@@ -132,12 +132,12 @@ func runAudit(e *env, cmd string, args []string) int {
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	h, actor, err := c.openActor(e)
+	op, actor, err := c.openOperator(e)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	defer h.Close()
-	lines, err := h.Operator().Audit(e.ctx, actor, host.AuditFilter{SessionID: *session})
+	defer op.Close()
+	lines, err := op.Audit(e.ctx, actor, host.AuditFilter{SessionID: *session})
 	if err != nil {
 		return fail(e, cmd, err)
 	}

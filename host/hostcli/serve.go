@@ -38,6 +38,9 @@ func runServe(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	defer h.Close()
+	if _, err := c.actor(e, h); err != nil { // the caller of stdio, and of HTTP without principals.yaml
+		return fail(e, cmd, err)
+	}
 	if *stdio {
 		if err := h.ServeStdio(e.ctx, e.stdin, e.stdout); err != nil {
 			return fail(e, cmd, err)
