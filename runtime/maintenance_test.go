@@ -132,7 +132,7 @@ func TestMaintenance_PeerRecoversACrashedWorkersCall(t *testing.T) {
 func TestLease_SlowPrepareKeepsItsLease(t *testing.T) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
-			const lease = 300 * time.Millisecond
+			const lease = time.Second
 			st := d.open(t)
 			slow := newTestTool("demo.slow", runtime.SideEffectWrite, runtime.NonIdempotent)
 			slow.run = func(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {

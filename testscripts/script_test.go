@@ -142,6 +142,8 @@ func TestScripts(t *testing.T) {
 				return ok, nil
 			case "node":
 				return inspector != "", nil
+			case "pg":
+				return os.Getenv("TOOLGEN_PG_DSN") != "", nil
 			}
 			return false, nil
 		},
