@@ -22,5 +22,5 @@
 // and ID-2), anyone who can reach the endpoint can read every tenant's classifications.
 //
 // events imports runtime/store and the standard library only; it must never import
-// runtime, mcp, spec or internal/host — it relays rows, it does not run calls.
+// runtime, mcp, spec or host — it relays rows, it does not run calls.
 package events

@@ -10,7 +10,7 @@
 //   - an upstream go-sdk server with one read tool, lookup ({"key": string} in, a
 //     small structured result out, no I/O), served over Streamable HTTP on
 //     127.0.0.1 (httptest);
-//   - toolgen as `toolrun serve --http` assembles it (internal/host, cmd/toolrun):
+//   - toolgen as `toolrun serve --http` assembles it (host, cmd/toolrun):
 //     a real SQLite store (runtime/store/sqlite, synchronous=FULL) in a temporary
 //     directory, a registry holding the builtins, the pipeline with lease renewal,
 //     the upstream adapter (mcp/upstream) connected to lookup over HTTP and

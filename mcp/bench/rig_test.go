@@ -68,7 +68,7 @@ func newRig(tb testing.TB) *rig {
 	ups := startServer(tb, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil), upConns)
 	upstreamURL := ups.URL + "/mcp"
 
-	// toolgen, as internal/host and `toolrun serve --http` assemble it (the builtins,
+	// toolgen, as host and `toolrun serve --http` assemble it (the builtins,
 	// the default policy, a filesystem artifact writer, lease renewal, the upstream
 	// adapter with its default HTTP client), with no protocol.
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "toolrun.db"))
