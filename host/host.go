@@ -81,8 +81,8 @@ type Config struct {
 	Servers []string
 	// WorkerID is the lease owner of this process; "" picks a unique one.
 	WorkerID string
-	// Lease, SweepInterval, ApprovalHold and ToolTimeout tune the pipeline (the
-	// runtime.Default* values when zero; see runtime.Config).
+	// Lease, SweepInterval and ApprovalHold tune the pipeline (the runtime.Default*
+	// values when zero; see runtime.Config). A tool's own timeout is its spec's.
 	Lease, SweepInterval, ApprovalHold time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger

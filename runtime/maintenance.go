@@ -83,12 +83,16 @@ func (p *Pipeline) sweepLoop(ctx context.Context, done chan struct{}) {
 		case <-timer.C:
 		}
 		rep, err := p.Recover(ctx)
+		skipped := []any{"skipped_not_registered", rep.SkippedNotRegistered, "skipped_changed", rep.SkippedChanged}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.log.Error("recovery pass", "worker", p.cfg.WorkerID, "err", err)
-		case rep != (RecoveryReport{}):
-			p.log.Info("recovery pass", "worker", p.cfg.WorkerID, "reclaimed", rep.Reclaimed, "retried", rep.Retried,
-				"uncertain", rep.Uncertain, "failed", rep.Failed)
+		case rep.Reclaimed+rep.Retried > 0:
+			p.log.Info("recovery pass", append([]any{"worker", p.cfg.WorkerID, "reclaimed", rep.Reclaimed, "retried", rep.Retried,
+				"uncertain", rep.Uncertain, "failed", rep.Failed}, skipped...)...)
+		case rep.SkippedNotRegistered+rep.SkippedChanged > 0:
+			// Rows of other hosts' tools on a shared store: theirs to recover, every pass.
+			p.log.Debug("recovery pass", append([]any{"worker", p.cfg.WorkerID}, skipped...)...)
 		}
 		timer.Reset(p.nextSweep())
 	}
