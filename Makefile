@@ -64,11 +64,12 @@ stale:
 # the crash matrix, the kill soak and the crash loop (runtime/crashtest), the chaos
 # test (runtime/chaostest), the generated code's compile and behaviour test (codegen)
 # and the external-module testscripts (ext_*, and the module-building halves of
-# spec8_builtin_refs and gen_go_generate_paths); and it sizes runtime/faulttest's rate
-# run down from 200 calls to 50. -short would buy time, not determinism: these suites
-# are sized by counts (kills, cases, calls), so a loaded machine makes them slower; the
-# one thing in make test that was sized by the wall clock, the 10 s fuzz campaigns, is
-# gone. go test -short ./... is the quick loop while developing.
+# spec8_builtin_refs, gen_go_generate_paths and toolgen_host); and it sizes
+# runtime/faulttest's rate run down from 200 calls to 50. -short would buy time, not
+# determinism: these suites are sized by counts (kills, cases, calls), so a loaded
+# machine makes them slower; the one thing in make test that was sized by the wall
+# clock, the 10 s fuzz campaigns, is gone. go test -short ./... is the quick loop while
+# developing.
 unit:
 	CRASHTEST_CONCURRENCY=1 $(GO) test -count=1 -timeout 15m ./...
 

@@ -29,11 +29,17 @@ Usage:
 	toolgen check [-format text|json|github] [DIR]
 	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
 	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
+	toolgen host [-name NAME] [-force] [DIR]
 	toolgen schema tool|server|protocol|policy|device|principals
 	toolgen version
 
 DIR is the spec root holding tools/, servers/, protocols/ and policy.yaml (default ".").
 OUT defaults to DIR/gen and the package name to OUT's base name.
+host writes, once, the program serving DIR's tools over MCP: cmd/NAME/main.go in DIR's
+Go module (NAME defaults to the module path's last element and -host), and, if the
+tools package (the one whose //go:generate line runs toolgen generate on DIR, else
+DIR/tools) declares no All function, tools/all.go returning its implementations.
+It never overwrites a file without -force.
 Exit status: 0 clean, 1 findings or stale output, 2 usage or I/O error.
 `
 
@@ -50,6 +56,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return runGenerate(rest, stdout, stderr)
 	case "diff":
 		return runDiff(rest, stdout, stderr)
+	case "host":
+		return runHost(rest, stdout, stderr)
 	case "schema":
 		return runSchema(rest, stdout, stderr)
 	case "version":
