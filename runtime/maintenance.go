@@ -133,9 +133,12 @@ func (p *Pipeline) executingIDs() []int64 {
 }
 
 // renewLeases renews the leases of the calls this process executes, every Lease/3, in
-// one statement however many are in flight, and returns once none is. A renewal that
-// fails is logged and tried again at the next tick: two misses in a row still leave a
-// third of the lease. If the store stays unreachable the lease runs out, the watermark
+// one statement however many are in flight, and returns once none is. A renewal may
+// take up to a whole lease — a store slow to commit (a loaded disk, a writer lock held
+// by another process) must not make the renewal give up early; one slower than that
+// could not keep the lease anyway. Ticks that fall while a renewal is in flight are
+// dropped, so renewals never pile up. A renewal that fails is logged and tried again
+// at the next tick. If the store stays unreachable the lease runs out, the watermark
 // write then refuses (an expired lease cannot start an effect) and the sweep decides.
 func (p *Pipeline) renewLeases() {
 	t := time.NewTicker(p.cfg.Lease / 3)
@@ -152,7 +155,7 @@ func (p *Pipeline) renewLeases() {
 			ids = append(ids, id)
 		}
 		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/3)
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease)
 		_, err := p.cfg.Store.InvocationRenewLeases(ctx, p.cfg.WorkerID, ids, p.cfg.Lease)
 		cancel()
 		if err != nil {

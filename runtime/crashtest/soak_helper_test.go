@@ -389,6 +389,16 @@ func soakHelperMain(ctx context.Context) error {
 			return fmt.Errorf("call %d is still %s after recovery", c.Idx, inv.Status)
 		}
 		o, err := p.Execute(ctx, c.call())
+		// A retry that stalled past its lease on a loaded machine ends lease_lost
+		// (retryable), its row left RUNNING for a sweep: as a caller would, wait for the
+		// lease, recover and retry again. The store wrapper reported the loss
+		// (leaselost), which relaxes the parent's one-step expectations for the call.
+		for tries := 0; err == nil && o.ReasonCode == rt.ReasonLeaseLost && tries < 20; tries++ {
+			time.Sleep(lease)
+			if _, err = p.Recover(ctx); err == nil {
+				o, err = p.Execute(ctx, c.call())
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("caller retry of call %d: %w", c.Idx, err)
 		}
