@@ -206,18 +206,27 @@ func TestDeviceConnectsAndServes(t *testing.T) {
 	if got := r.audit(device.AuditConnected); len(got) != 1 || got[0].Tool != "device.lab" {
 		t.Fatalf("device_connected entries: %+v", got)
 	}
-	evs, err := r.store.EventList(r.ctx, store.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The catalog's first records (catalog_drift, added), then the connection. The
+	// gateway appends device_connected right after the device went online, so the
+	// event may land a moment after the call above.
+	want := []string{store.EventCatalogDrift, store.EventCatalogDrift, store.EventDeviceConnected}
 	var kinds []string
-	for _, e := range evs {
-		if e.Server == "lab" {
-			kinds = append(kinds, e.Kind)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		evs, err := r.store.EventList(r.ctx, store.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = kinds[:0]
+		for _, e := range evs {
+			if e.Server == "lab" {
+				kinds = append(kinds, e.Kind)
+			}
+		}
+		if len(kinds) >= len(want) || time.Now().After(deadline) {
+			break
 		}
 	}
-	// the catalog's first records (catalog_drift, added), then the connection
-	if !slices.Equal(kinds, []string{store.EventCatalogDrift, store.EventCatalogDrift, store.EventDeviceConnected}) {
+	if !slices.Equal(kinds, want) {
 		t.Fatalf("device events %v", kinds)
 	}
 }

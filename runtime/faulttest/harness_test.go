@@ -497,7 +497,7 @@ func (h *harness) runCase(fs *faultstore.Store, sp caseSpec, callID string, n in
 		case gone || err != nil || out.ReasonCode == runtime.ReasonCallInProgress:
 			// The row may be RUNNING under a lease nobody will settle: recovery decides
 			// once the lease has expired.
-			h.recoverAll(b, &res, o, fs.InjectedTotal() > injected0)
+			h.recoverAll(b, &res, o, func() bool { return fs.InjectedTotal() > injected0 })
 		case out.ReasonCode == runtime.ReasonApprovalPending:
 			if !approved {
 				if err := h.raw.ApprovalDecide(context.Background(), store.Approval{
@@ -593,14 +593,17 @@ func (h *harness) execute(p *runtime.Pipeline, c runtime.Call, d time.Duration) 
 
 // recoverAll ends the abandoned leases and runs recovery passes on worker b until one
 // completes without a store error (a faulted pass is simply run again, as the periodic
-// sweep would).
-func (h *harness) recoverAll(b *runtime.Pipeline, res *caseResult, o runOpts, injected bool) {
+// sweep would). injected says whether the case's faults were injected by now: asked
+// before every pass, so that once a recovery pass itself met the fault (a hang in the
+// sweep), the passes after it get the long deadline — a whole pass on a loaded machine
+// must not race the short one a hanging write is given.
+func (h *harness) recoverAll(b *runtime.Pipeline, res *caseResult, o runOpts, injected func() bool) {
 	if err := h.expire(context.Background()); err != nil {
 		res.problem("expire leases: %v", err)
 		return
 	}
 	for i := 0; i < o.maxIter; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), o.deadlineNow(injected))
+		ctx, cancel := context.WithTimeout(context.Background(), o.deadlineNow(injected()))
 		_, err := b.Recover(ctx)
 		cancel()
 		res.Recovers++
