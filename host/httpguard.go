@@ -105,8 +105,7 @@ func (h *Host) hostCheck(next http.Handler) http.Handler {
 	}
 	if p := h.tree.Principals; p != nil && p.Resource != "" {
 		if u, err := url.Parse(p.Resource); err == nil && u.Host != "" {
-			allowed[strings.ToLower(u.Host)] = true
-			allowed[strings.ToLower(u.Hostname())] = true
+			allowed[strings.ToLower(u.Host)] = true // with its port, if it names one
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

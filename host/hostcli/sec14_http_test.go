@@ -320,7 +320,7 @@ func TestAttack14_08_SlowlorisIsCut(t *testing.T) {
 	const perPrincipal, total = 5, 24
 	dir := specRoot(t, map[string]string{"principals.yaml": twoTenants})
 	s := serve(t, dir, "", "--principal", "operator", "--max-conns-per-principal", strconv.Itoa(perPrincipal), "--max-conns", strconv.Itoa(total),
-		"--body-timeout", "5s", "--read-header-timeout", "5s")
+		"--body-timeout", "8s", "--read-header-timeout", "8s")
 	events := s.url(host.EventsPath + "?once=1")
 
 	// Per principal.
