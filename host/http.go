@@ -108,7 +108,11 @@ func (h *Host) Handler() (http.Handler, error) {
 	} else {
 		handler = loopbackOnly(mux)
 	}
-	handler = h.guard(handler)
+	if handler, err = h.guard(handler); err != nil {
+		evs.Close()
+		gw.Close()
+		return nil, err
+	}
 	h.http = &httpParts{handler: handler, events: evs, gateway: gw}
 	return handler, nil
 }

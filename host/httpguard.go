@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,9 +41,10 @@ const (
 // may take. Every field has a default; a negative number or duration switches that
 // limit off (for a server behind a proxy that enforces its own).
 type HTTPConfig struct {
-	// AllowedHosts are the host names (optionally host:port) the handler answers to
-	// besides loopback ones and IP literals, with the host of principals.yaml's
-	// resource added: the names clients reach this server by. A request whose Host (or
+	// AllowedHosts are the host names (optionally host:port; "*.example.com" for any
+	// subdomain of example.com, not itself) the handler answers to besides loopback ones
+	// and IP literals, with the host of principals.yaml's resource added: the names
+	// clients reach this server by. A request whose Host (or
 	// Origin, when it has one) names anything else is refused 403 before any endpoint
 	// sees it: that is what a DNS-rebinding page sends. On a loopback listener only
 	// loopback names and these are accepted (not other IP literals).
@@ -86,9 +89,47 @@ func limit[T int | time.Duration](n, def T) T {
 
 // guard puts the checks every endpoint shares in front of next: Host and Origin, then
 // the body and write deadlines.
-func (h *Host) guard(next http.Handler) http.Handler {
-	return h.hostCheck(h.deadlines(next))
+func (h *Host) guard(next http.Handler) (http.Handler, error) {
+	check, err := h.hostCheck(h.deadlines(next))
+	if err != nil {
+		return nil, err
+	}
+	return check, nil
 }
+
+// CheckAllowedHost returns why a value is not fit for HTTPConfig.AllowedHosts: it is a
+// host name, optionally with a port, or "*." and a domain — not a URL (no scheme, path
+// or user).
+func CheckAllowedHost(v string) error {
+	host := v
+	if _, err := netip.ParseAddr(v); err == nil {
+		return nil // an IPv6 address without brackets or port
+	}
+	if strings.ContainsAny(v, "/@ \t?#") {
+		return fmt.Errorf("allowed host %q: want a host name or host:port, not a URL", v)
+	}
+	if strings.Contains(v, ":") && !strings.HasPrefix(v, "[") || strings.Contains(v, "]:") {
+		h, port, err := net.SplitHostPort(v)
+		if err != nil {
+			return fmt.Errorf("allowed host %q: %w", v, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+			return fmt.Errorf("allowed host %q: port %q is not a port number", v, port)
+		}
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	name := strings.TrimPrefix(host, "*.")
+	if name == "" || !hostNamePattern.MatchString(strings.ToLower(name)) {
+		return fmt.Errorf("allowed host %q: %q is not a host name (letters, digits, '-' and '.'; \"*.\" only in front)", v, host)
+	}
+	return nil
+}
+
+var hostNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
 
 // hostCheck refuses a request whose Host or Origin names a host this server does not
 // answer to (SEC-3, issue 14 finding 11). A DNS-rebinding page reaches a server on
@@ -96,12 +137,13 @@ func (h *Host) guard(next http.Handler) http.Handler {
 // that name as Host, and an IP literal or a loopback name is never what it sends. The
 // go-sdk's own check on MCPPath stays; this one covers every endpoint (the event
 // stream, the metrics, the device channel, the metadata).
-func (h *Host) hostCheck(next http.Handler) http.Handler {
+func (h *Host) hostCheck(next http.Handler) (http.Handler, error) {
 	allowed := map[string]bool{}
 	for _, a := range h.cfg.HTTP.AllowedHosts {
-		if a = strings.ToLower(strings.TrimSpace(a)); a != "" {
-			allowed[a] = true
+		if err := CheckAllowedHost(a); err != nil {
+			return nil, fmt.Errorf("Config.HTTP.AllowedHosts: %w", err)
 		}
+		allowed[strings.ToLower(a)] = true
 	}
 	if p := h.tree.Principals; p != nil && p.Resource != "" {
 		if u, err := url.Parse(p.Resource); err == nil && u.Host != "" {
@@ -125,12 +167,13 @@ func (h *Host) hostCheck(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
-	})
+	}), nil
 }
 
 // hostAllowed reports whether a Host (host or host:port) is one the server answers
-// to: on the allowlist (as host:port, or as the host alone), a loopback name or
-// address, or — when the request did not arrive on a loopback address — any IP literal.
+// to: on the allowlist (as host:port, as the host alone, or under a "*." entry), a
+// loopback name or address, or — when the request did not arrive on a loopback
+// address — any IP literal.
 func hostAllowed(hostport string, allowed map[string]bool, onLoopback bool) bool {
 	hostport = strings.ToLower(hostport)
 	if hostport == "" {
@@ -143,6 +186,16 @@ func hostAllowed(hostport string, allowed map[string]bool, onLoopback bool) bool
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if allowed[hostport] || allowed[host] {
 		return true
+	}
+	for parent := host; ; {
+		i := strings.IndexByte(parent, '.')
+		if i < 0 {
+			break
+		}
+		parent = parent[i+1:]
+		if allowed["*."+parent] {
+			return true
+		}
 	}
 	if host == "localhost" {
 		return true

@@ -23,9 +23,12 @@ func runServe(e *env, cmd string, args []string) int {
 	noServers := fs.Bool("no-servers", false, "do not connect the upstream servers of servers/*.yaml")
 	hold := fs.Duration("hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
 	var hc host.HTTPConfig
-	fs.Func("allowed-host", "a host name (or host:port) clients reach --http by, besides loopback names and IP literals; repeatable, or comma-separated", func(v string) error {
+	fs.Func("allowed-host", "a host name (host:port for one port, *.domain for its subdomains) clients reach --http by, besides loopback names and IP literals; repeatable, or comma-separated", func(v string) error {
 		for _, a := range strings.Split(v, ",") {
 			if a = strings.TrimSpace(a); a != "" {
+				if err := host.CheckAllowedHost(a); err != nil {
+					return err
+				}
 				hc.AllowedHosts = append(hc.AllowedHosts, a)
 			}
 		}
