@@ -520,10 +520,16 @@ func refusedDevice(t *testing.T, s *server, id, token string) {
 // with wrong tokens. The audit log holds a bounded number of device_refused entries
 // (the first ten per device and reason, then one summary with the count), and their
 // counts add up to the 500 attempts: the refusals are on record, the store did not grow
-// by one row each. On SQLite, and on PostgreSQL when TOOLGEN_PG_DSN is set.
+// by one row each. On SQLite, and on PostgreSQL when TOOLGEN_PG_DSN is set; with one
+// toolrun serve, and with two on the one store taking turns (each bounds its own
+// entries: the bound is per server).
 func TestAttack14_17_DeviceRefusalsDoNotGrowTheStore(t *testing.T) {
-	for _, store := range []string{"sqlite", "postgres"} {
-		t.Run(store, func(t *testing.T) {
+	for _, c := range []struct {
+		store string
+		procs int
+	}{{"sqlite", 1}, {"sqlite", 2}, {"postgres", 1}, {"postgres", 2}} {
+		store := c.store
+		t.Run(fmt.Sprintf("%s/%d_servers", c.store, c.procs), func(t *testing.T) {
 			db := ""
 			if store == "postgres" {
 				_, schema := pgtest.Open(t)
@@ -540,16 +546,22 @@ func TestAttack14_17_DeviceRefusalsDoNotGrowTheStore(t *testing.T) {
 token_sha256: %s
 classification: {side_effect: read, risk: low, idempotency: idempotent, required_scopes: [device.lab]}
 `, sha("lab-token-77aa"))})
-			s := serve(t, dir, db)
+			var servers []*server
+			for range c.procs {
+				servers = append(servers, serve(t, dir, db))
+			}
 			const attempts = 500
 			for i := range attempts {
+				s := servers[(i/2)%len(servers)]
 				if i%2 == 0 {
 					refusedDevice(t, s, fmt.Sprintf("ghost%d", i), "whatever")
 				} else {
 					refusedDevice(t, s, "lab", fmt.Sprintf("not-the-token-%d", i))
 				}
 			}
-			s.stop() // the summaries of the open windows are written on close
+			for _, s := range servers {
+				s.stop() // the summaries of the open windows are written on close
+			}
 
 			_, out := toolrun(t, dir, db, "audit", "--json")
 			var entries []struct {
@@ -581,8 +593,8 @@ classification: {side_effect: read, risk: low, idempotency: idempotent, required
 				}
 			}
 			// Two keys (unknown ids, lab's bad tokens), at most burst + 1 entries each per
-			// window; the attempts may straddle two windows.
-			if maxRows := 2 * 2 * 11; rows > maxRows || summaries == 0 {
+			// window and server; the attempts may straddle two windows.
+			if maxRows := c.procs * 2 * 2 * 11; rows > maxRows || summaries == 0 {
 				t.Fatalf("%d device_refused entries (%d summaries) for %d attempts, want at most %d", rows, summaries, attempts, maxRows)
 			}
 			if counted != attempts {
