@@ -149,8 +149,8 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	// request instead (HTTPConfig).
 	hs := &http.Server{Handler: handler,
 		ReadHeaderTimeout: limit(h.cfg.HTTP.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		IdleTimeout:       limit(h.cfg.HTTP.IdleTimeout, DefaultIdleTimeout)}
-	ln = newLimitListener(ln, limit(h.cfg.HTTP.MaxConnections, DefaultMaxConnections), h.log.With("component", "http"))
+		IdleTimeout:       limit(h.cfg.HTTP.IdleTimeout, DefaultIdleTimeout),
+		ConnState:         newConnLimit(limit(h.cfg.HTTP.MaxConnections, DefaultMaxConnections), h.log.With("component", "http"))}
 	// An event stream never ends by itself; its client resumes elsewhere.
 	hs.RegisterOnShutdown(func() {
 		h.mu.Lock()

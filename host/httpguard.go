@@ -2,6 +2,7 @@ package host
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,7 +52,8 @@ type HTTPConfig struct {
 	AllowedHosts []string
 	// MaxConnections caps the connections Serve holds open at once (default
 	// DefaultMaxConnections); a connection over the cap is answered 503 and closed at
-	// once, so the process never runs out of file descriptors.
+	// once, so the process never runs out of file descriptors. Connections handed over
+	// to the device channel leave the count (one per device).
 	MaxConnections int
 	// MaxConnectionsPerPrincipal caps the requests one verified principal (or, without
 	// principals.yaml, the local principal) has in flight at once, on every endpoint
@@ -347,38 +349,38 @@ func (l *principalLimiter) release(key string) {
 	}
 }
 
-// limitListener holds at most max connections open (SEC-2, issue 14 finding 8). Accept
-// never blocks on the cap: a connection over it is answered 503 and closed, so a
-// client learns at once rather than waiting in the kernel's queue, and the process
-// never reaches its file-descriptor limit.
-type limitListener struct {
-	net.Listener
-	sem      chan struct{}
-	refusers chan struct{} // bounds the goroutines writing 503s
-	log      *slog.Logger
-	refused  atomic.Int64
-	lastLog  atomic.Int64 // unix seconds of the last refusal log line
+// connLimit holds the server to at most max connections (SEC-2, issue 14 finding 8),
+// counted through http.Server.ConnState rather than by wrapping the listener, so a TLS
+// listener's connections stay *tls.Conn to the server (r.TLS, ALPN). A connection over
+// the cap is answered 503 and closed as it is accepted — before the server reads from
+// it — so a client learns at once rather than waiting in the kernel's queue, and the
+// process never reaches its file-descriptor limit. A hijacked connection (the device
+// channel) leaves the count: it is the device gateway's, one per device.
+type connLimit struct {
+	max     int64
+	open    atomic.Int64
+	log     *slog.Logger
+	refused atomic.Int64
+	lastLog atomic.Int64 // unix seconds of the last refusal log line
 }
 
-func newLimitListener(ln net.Listener, max int, log *slog.Logger) net.Listener {
+// track is the server's ConnState hook; nil when there is no cap.
+func newConnLimit(max int, log *slog.Logger) func(net.Conn, http.ConnState) {
 	if max <= 0 {
-		return ln
+		return nil
 	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, max), refusers: make(chan struct{}, 64), log: log}
+	l := &connLimit{max: int64(max), log: log}
+	return l.track
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case l.sem <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-		default:
+func (l *connLimit) track(c net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew:
+		if l.open.Add(1) > l.max {
 			l.refuse(c)
 		}
+	case http.StateHijacked, http.StateClosed:
+		l.open.Add(-1)
 	}
 }
 
@@ -387,34 +389,18 @@ const overCapacityBody = "toolgen: the server holds the most connections it may 
 var overCapacity = fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"+
 	"Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s", len(overCapacityBody), overCapacityBody)
 
-func (l *limitListener) refuse(c net.Conn) {
+// refuse answers and closes c. It runs in the server's accept loop, before anything
+// reads c: a few bytes into a fresh socket's empty buffer do not block (the deadline
+// guards it); a TLS connection would need a handshake first, so it is only closed.
+func (l *connLimit) refuse(c net.Conn) {
 	n := l.refused.Add(1)
 	if now := time.Now().Unix(); l.lastLog.Load() < now-10 {
 		l.lastLog.Store(now)
-		l.log.Warn("connection refused: the server holds its most connections (--max-conns)", "max", cap(l.sem), "refused_total", n)
+		l.log.Warn("connection refused: the server holds the most connections it may (--max-conns)", "max", l.max, "refused_total", n)
 	}
-	select {
-	case l.refusers <- struct{}{}:
-		go func() {
-			defer func() { <-l.refusers }()
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, _ = io.WriteString(c, overCapacity)
-			c.Close()
-		}()
-	default:
-		c.Close() // already answering many: just close
+	if _, isTLS := c.(*tls.Conn); !isTLS {
+		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = io.WriteString(c, overCapacity)
 	}
-}
-
-// limitConn gives its slot back once, when it is closed (a hijacked connection too).
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	c.Close() // the server's read fails, and ConnState reports it closed
 }
