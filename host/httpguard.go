@@ -100,8 +100,8 @@ func (h *Host) guard(next http.Handler) (http.Handler, error) {
 }
 
 // CheckAllowedHost returns why a value is not fit for HTTPConfig.AllowedHosts: it is a
-// host name, optionally with a port, or "*." and a domain — not a URL (no scheme, path
-// or user).
+// host name or IP address, optionally with a port, or "*." and a domain (any port) —
+// not a URL (no scheme, path or user).
 func CheckAllowedHost(v string) error {
 	host := v
 	if _, err := netip.ParseAddr(v); err == nil {
@@ -117,6 +117,9 @@ func CheckAllowedHost(v string) error {
 		}
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 			return fmt.Errorf("allowed host %q: port %q is not a port number", v, port)
+		}
+		if strings.HasPrefix(h, "*.") {
+			return fmt.Errorf("allowed host %q: a \"*.\" entry matches every port; drop :%s", v, port)
 		}
 		host = h
 	}

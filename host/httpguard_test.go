@@ -57,7 +57,7 @@ func TestCheckAllowedHost(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "https://tools.acme.example", "tools.acme.example/mcp", "user@tools", "tools:0", "tools:http",
-		"tools:99999", "*", "*.", "a.*.example", "-tools.example", "tools..example", "tools example", "tools_1.example"} {
+		"tools:99999", "*.tenants.example:443", "*", "*.", "a.*.example", "-tools.example", "tools..example", "tools example", "tools_1.example"} {
 		if err := CheckAllowedHost(bad); err == nil {
 			t.Errorf("CheckAllowedHost(%q) accepted it", bad)
 		}
