@@ -31,6 +31,9 @@ type refusals struct {
 	mu     sync.Mutex
 	open   map[refusalKey]*refusalWindow
 	closed bool
+	// flushing counts the summaries timers are writing, which close waits for (the
+	// store closes after the gateway).
+	flushing sync.WaitGroup
 }
 
 type refusalKey struct{ device, reason string }
@@ -96,11 +99,14 @@ func (r *refusals) admit(ctx context.Context, key refusalKey, remote, claimed st
 func (r *refusals) flushWindow(key refusalKey, w *refusalWindow) {
 	r.mu.Lock()
 	var s *summary
-	if r.open[key] == w {
-		s = r.endLocked(key, w, time.Now())
+	if r.open[key] == w && !r.closed {
+		if s = r.endLocked(key, w, time.Now()); s != nil {
+			r.flushing.Add(1)
+		}
 	}
 	r.mu.Unlock()
 	if s != nil {
+		defer r.flushing.Done()
 		s.writeTo(context.Background(), r)
 	}
 }
@@ -121,6 +127,7 @@ func (r *refusals) close() {
 	for _, s := range out {
 		s.writeTo(context.Background(), r)
 	}
+	r.flushing.Wait()
 }
 
 // endLocked removes w and returns its summary, nil when nothing was counted unwritten.
