@@ -88,6 +88,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Tracer, when set, records one span per call (runtime.Config.Tracer).
 	Tracer trace.Tracer
+	// HTTP holds the HTTP server's limits: allowed Host names, connection caps and
+	// timeouts (see HTTPConfig; every field has a default).
+	HTTP HTTPConfig
 	// Test holds knobs for tests only; leave it zero in production.
 	Test TestConfig
 }

@@ -44,11 +44,17 @@ func (p *httpParts) close() {
 // EventsPath, the metrics at MetricsPath, devices at DevicesPath and, with
 // principals.yaml, the OAuth protected-resource metadata at MetadataPath.
 //
-// With principals.yaml every request to MCPPath and EventsPath needs a bearer token
-// that verifies (401 with WWW-Authenticate naming the metadata otherwise), and the
-// verified principal is the caller, held to its tenant. Without the file nobody is
-// authenticated, so the handler serves only requests from a loopback address (403
-// otherwise), where the caller is Config.Principal.
+// With principals.yaml every request to MCPPath, EventsPath and MetricsPath needs a
+// bearer token that verifies (401 with WWW-Authenticate naming the metadata otherwise),
+// and the verified principal is the caller, held to its tenant; MetricsPath also needs
+// MetricsScope (403 without it). Without the file nobody is authenticated, so the
+// handler serves only requests from a loopback address (403 otherwise), where the
+// caller is Config.Principal.
+//
+// In front of every endpoint: the Host and Origin check (Config.HTTP.AllowedHosts),
+// a deadline on each request's body and on each write of its response, and, behind
+// authentication, a cap on the requests one principal has in flight (HTTPConfig).
+// Serve adds the header and idle timeouts and the cap on connections.
 //
 // Mount it on your own server and call Start (ListenAndServe and Serve do both).
 func (h *Host) Handler() (http.Handler, error) {
@@ -87,10 +93,13 @@ func (h *Host) Handler() (http.Handler, error) {
 		evs.Close()
 		return nil, err
 	}
+	// Every endpoint behind authentication counts its requests per principal (SEC-2);
+	// the device channel authenticates devices itself, one connection each.
+	perPrincipal := h.newPrincipalLimiter()
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, h.protect(srv.HTTPHandler()))
-	mux.Handle("GET "+MetricsPath, h.metrics.Handler)
-	mux.Handle("GET "+EventsPath, h.protect(evs))
+	mux.Handle(MCPPath, h.protect(perPrincipal.wrap(srv.HTTPHandler())))
+	mux.Handle("GET "+MetricsPath, h.protect(perPrincipal.wrap(h.metrics.Handler), MetricsScope))
+	mux.Handle("GET "+EventsPath, h.protect(perPrincipal.wrap(evs)))
 	mux.Handle(DevicesPath, gw)
 	var handler http.Handler = mux
 	if h.verifier != nil {
@@ -98,6 +107,11 @@ func (h *Host) Handler() (http.Handler, error) {
 		mux.Handle("GET "+MetadataPath+MCPPath, h.metadata())
 	} else {
 		handler = loopbackOnly(mux)
+	}
+	if handler, err = h.guard(handler); err != nil {
+		evs.Close()
+		gw.Close()
+		return nil, err
 	}
 	h.http = &httpParts{handler: handler, events: evs, gateway: gw}
 	return handler, nil
@@ -130,7 +144,13 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout here: they would end every event stream and long
+	// MCP response after a fixed time; Handler sets body and write deadlines per
+	// request instead (HTTPConfig).
+	hs := &http.Server{Handler: handler,
+		ReadHeaderTimeout: limit(h.cfg.HTTP.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		IdleTimeout:       limit(h.cfg.HTTP.IdleTimeout, DefaultIdleTimeout),
+		ConnState:         newConnLimit(limit(h.cfg.HTTP.MaxConnections, DefaultMaxConnections), h.log.With("component", "http"))}
 	// An event stream never ends by itself; its client resumes elsewhere.
 	hs.RegisterOnShutdown(func() {
 		h.mu.Lock()
@@ -163,14 +183,15 @@ func (h *Host) principalID() string {
 	return DefaultPrincipal
 }
 
-// protect requires a verified bearer token on next (ID-1), when there are principals.
-func (h *Host) protect(next http.Handler) http.Handler {
+// protect requires a verified bearer token on next (ID-1), holding every one of
+// scopes (403 otherwise), when there are principals.
+func (h *Host) protect(next http.Handler, scopes ...string) http.Handler {
 	if h.verifier == nil {
 		return next
 	}
 	verify := h.verifier.TokenVerifier()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opts := &auth.RequireBearerTokenOptions{ResourceMetadataURL: baseURL(r) + MetadataPath, AllowMissingExpiration: true}
+		opts := &auth.RequireBearerTokenOptions{ResourceMetadataURL: baseURL(r) + MetadataPath, AllowMissingExpiration: true, Scopes: scopes}
 		auth.RequireBearerToken(verify, opts)(next).ServeHTTP(w, r)
 	})
 }

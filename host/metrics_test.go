@@ -65,6 +65,7 @@ func get(t *testing.T, h http.Handler, method, path string) (int, string) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(t.Context(), method, path, nil)
 	req.RemoteAddr = "127.0.0.1:40000" // without principals.yaml only loopback is served
+	req.Host = "localhost"             // not httptest's example.com: the Host check refuses names it was not given
 	h.ServeHTTP(rec, req)
 	body, err := io.ReadAll(rec.Result().Body)
 	if err != nil {

@@ -18,6 +18,15 @@ import (
 //   - toolgen.tool.calls and toolgen.tool.call.duration (s): every call by
 //     gen_ai.tool.name, toolgen.status and, for non-success outcomes, error.type (the
 //     reason code).
+//
+// Every label value comes from a bounded set, never from the caller (SEC-2): an
+// exporter keeps one series per distinct label set for the life of the process, and
+// serves each on every scrape, so a caller who could choose a label value could grow
+// the process and the scrape without bound (issue 14, finding 3). gen_ai.tool.name is
+// a name the registry knows — registered, or pinned by the session from it — and
+// UnknownLabel for anything else (a misspelt, invented or another tenant's tool);
+// toolgen.status is one of the five statuses and error.type a code of the reason table,
+// each UnknownLabel otherwise.
 type Metrics struct {
 	watermarkMissingC metric.Int64Counter
 	uncertainC        metric.Int64Counter
@@ -54,6 +63,26 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	return &out, nil
 }
 
+// UnknownLabel is the one label value that stands for every value outside a metric
+// label's bounded set (a tool name the registry does not know, above all).
+const UnknownLabel = "unknown"
+
+// statusLabel and reasonLabel keep the other labels in their closed sets: an Outcome
+// replayed from a row written by another version could carry a value this one lacks.
+func statusLabel(s OutcomeStatus) string {
+	if !s.Known() {
+		return UnknownLabel
+	}
+	return string(s)
+}
+
+func reasonLabel(c ReasonCode) string {
+	if !c.Known() {
+		return UnknownLabel
+	}
+	return string(c)
+}
+
 func (m *Metrics) watermarkMissing(ctx context.Context, tool string) {
 	if m == nil {
 		return
@@ -68,16 +97,17 @@ func (m *Metrics) uncertain(ctx context.Context, tool string) {
 	m.uncertainC.Add(ctx, 1, metric.WithAttributes(attribute.String("gen_ai.tool.name", tool)))
 }
 
+// call records one call; tool must already be a bounded label (call.toolLabel).
 func (m *Metrics) call(ctx context.Context, tool string, o Outcome, d time.Duration) {
 	if m == nil {
 		return
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.tool.name", tool),
-		attribute.String("toolgen.status", string(o.Status)),
+		attribute.String("toolgen.status", statusLabel(o.Status)),
 	}
 	if o.ReasonCode != "" {
-		attrs = append(attrs, attribute.String("error.type", string(o.ReasonCode)))
+		attrs = append(attrs, attribute.String("error.type", reasonLabel(o.ReasonCode)))
 	}
 	set := metric.WithAttributes(attrs...)
 	m.callsC.Add(ctx, 1, set)

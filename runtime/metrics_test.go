@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -60,4 +63,39 @@ func counterValue(rm metricdata.ResourceMetrics, name string) int64 {
 		}
 	}
 	return n
+}
+
+// SEC-2 (issue 14, finding 3): a metric label never carries the caller's raw tool name.
+// Calls to names the registry does not know share the one UnknownLabel series; a
+// registered tool keeps its own.
+func TestMetrics_UnknownToolNamesShareOneLabel(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := runtime.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, runtime.Config{Metrics: m}, newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent))
+	for i, name := range []string{"demo.nope", "x" + strings.Repeat("y", 1<<16), "demo.read\n{evil=\"1\"}"} {
+		wantStatus(t, h.exec(h.call(name, fmt.Sprint("c", i), `{}`)), runtime.OutcomeDenied, runtime.ReasonUnknownTool)
+	}
+	wantStatus(t, h.exec(h.call("demo.read", "ok", `{}`)), runtime.OutcomeSucceeded, "")
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name != "toolgen.tool.calls" {
+				continue
+			}
+			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
+				v, _ := dp.Attributes.Value("gen_ai.tool.name")
+				got[v.AsString()] += dp.Value
+			}
+		}
+	}
+	if want := map[string]int64{runtime.UnknownLabel: 3, "demo.read": 1}; !maps.Equal(got, want) {
+		t.Fatalf("toolgen.tool.calls by gen_ai.tool.name = %v, want %v", got, want)
+	}
 }

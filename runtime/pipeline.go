@@ -201,6 +201,20 @@ type call struct {
 	inv        *store.Invocation
 	recordOnce bool // idempotent none/read: the row is written once, at step 13
 	start      time.Time
+	// pinnedName: step 1 found the name in the session's pinned catalog (withdrawn or
+	// changed since), which only the registry fills; see toolLabel.
+	pinnedName bool
+}
+
+// toolLabel is the call's gen_ai.tool.name for metrics and spans: the tool's name when
+// the registry knows it, UnknownLabel otherwise. Never the caller's raw name: that set
+// is unbounded, and every distinct value would be a series kept for the life of the
+// process (SEC-2).
+func (c *call) toolLabel() string {
+	if c.spec != nil || c.pinnedName {
+		return c.Tool
+	}
+	return UnknownLabel
 }
 
 // Execute runs one call through the fourteen steps of RT-3, in order. Nothing before
@@ -210,14 +224,21 @@ type call struct {
 func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) {
 	if p.cfg.Tracer != nil {
 		var span trace.Span
-		ctx, span = p.cfg.Tracer.Start(ctx, "execute_tool "+in.Tool, trace.WithAttributes(
+		// The tool is named once step 1 has said whether the registry knows it (the
+		// span keeps what it is given until it is exported; see call.toolLabel).
+		ctx, span = p.cfg.Tracer.Start(ctx, "execute_tool", trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", in.Tool),
 			attribute.String("gen_ai.tool.call.id", in.CallID)))
 		defer func() {
-			span.SetAttributes(attribute.String("toolgen.status", string(o.Status)))
+			tool := UnknownLabel
+			if p.cfg.Registry.knows(in.SessionID, in.Tool) {
+				tool = in.Tool
+			}
+			span.SetName("execute_tool " + tool)
+			span.SetAttributes(attribute.String("gen_ai.tool.name", tool),
+				attribute.String("toolgen.status", statusLabel(o.Status)))
 			if o.ReasonCode != "" {
-				span.SetAttributes(attribute.String("error.type", string(o.ReasonCode)))
+				span.SetAttributes(attribute.String("error.type", reasonLabel(o.ReasonCode)))
 			}
 			if err != nil {
 				span.RecordError(err)
@@ -293,6 +314,7 @@ func (p *Pipeline) stepResolve(c *call) (Outcome, bool) {
 	if reason == "" && !reg.spec.VisibleTo(c.Tenant) {
 		reason = ReasonUnknownTool // another tenant's server: as if it did not exist (ID-2)
 	}
+	c.pinnedName = reason == ReasonToolWithdrawn || reason == ReasonToolChanged
 	if reason != "" {
 		return NewOutcome(reason, c.CallID), true
 	}
@@ -901,7 +923,7 @@ func statusOf(o Outcome) store.Status {
 // stepEmit is step 14: metrics, spans and the log line. Events carry classification,
 // never payload.
 func (p *Pipeline) stepEmit(ctx context.Context, c *call, o Outcome) Outcome {
-	p.cfg.Metrics.call(ctx, c.Tool, o, time.Since(c.start))
+	p.cfg.Metrics.call(ctx, c.toolLabel(), o, time.Since(c.start))
 	if p.log.Enabled(ctx, slog.LevelDebug) { // the arguments would be boxed even when discarded
 		p.log.Debug("tool call", "tool", c.Tool, "call_id", c.CallID, "status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
 	}

@@ -304,6 +304,18 @@ func (r *Registry) resolve(sessionID, name string) (*registered, ReasonCode) {
 	return reg, ""
 }
 
+// knows reports whether name is registered, or pinned in session's catalog (which only
+// the registry fills): a name from a bounded set, fit for a metric label or a span.
+func (r *Registry) knows(sessionID, name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.tools[name]; ok {
+		return true
+	}
+	_, ok := r.sessions[sessionID][name]
+	return ok
+}
+
 // lookup finds a registered tool by name without a session (recovery re-executes a
 // recorded call by its tool name and version).
 func (r *Registry) lookup(name string) (*registered, bool) {

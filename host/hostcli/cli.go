@@ -56,6 +56,8 @@ const usage = `NAME hosts toolgen's pipeline: serve tools over MCP, run calls, r
 Usage:
 	NAME serve [--stdio | --http ADDR] [--protocol NAME] [--mode M] [--session S] [--hold D] [--no-servers]
 	             (HTTP: /mcp, /metrics, /devices/connect, /events)
+	             [--allowed-host H] [--max-conns N] [--max-conns-per-principal N]
+	             [--read-header-timeout D] [--body-timeout D] [--write-timeout D] [--idle-timeout D]
 	NAME call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
 	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
 	NAME recover

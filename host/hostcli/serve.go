@@ -3,6 +3,7 @@ package hostcli
 import (
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/toolgen/toolgen/host"
 )
@@ -21,6 +22,24 @@ func runServe(e *env, cmd string, args []string) int {
 	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
 	noServers := fs.Bool("no-servers", false, "do not connect the upstream servers of servers/*.yaml")
 	hold := fs.Duration("hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
+	var hc host.HTTPConfig
+	fs.Func("allowed-host", "a host name (host:port for one port, *.domain for its subdomains) clients reach --http by, besides loopback names and IP literals; repeatable, or comma-separated", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				if err := host.CheckAllowedHost(a); err != nil {
+					return err
+				}
+				hc.AllowedHosts = append(hc.AllowedHosts, a)
+			}
+		}
+		return nil
+	})
+	fs.IntVar(&hc.MaxConnections, "max-conns", 0, fmt.Sprintf("connections --http holds at once; more are answered 503 (default %d; -1: no cap)", host.DefaultMaxConnections))
+	fs.IntVar(&hc.MaxConnectionsPerPrincipal, "max-conns-per-principal", 0, fmt.Sprintf("requests one principal has in flight at once; more are answered 429 (default %d; -1: no cap)", host.DefaultMaxConnectionsPerPrincipal))
+	fs.DurationVar(&hc.ReadHeaderTimeout, "read-header-timeout", 0, fmt.Sprintf("time to read a request's header (default %s)", host.DefaultReadHeaderTimeout))
+	fs.DurationVar(&hc.BodyTimeout, "body-timeout", 0, fmt.Sprintf("time to read a request's body (default %s)", host.DefaultBodyTimeout))
+	fs.DurationVar(&hc.WriteTimeout, "write-timeout", 0, fmt.Sprintf("time each write of a response may wait for the client (default %s)", host.DefaultWriteTimeout))
+	fs.DurationVar(&hc.IdleTimeout, "idle-timeout", 0, fmt.Sprintf("time an idle keep-alive connection is kept (default %s)", host.DefaultIdleTimeout))
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
@@ -31,8 +50,10 @@ func runServe(e *env, cmd string, args []string) int {
 	if *noServers {
 		servers = []string{}
 	}
+	httpConfig := hc
 	h, err := c.open(e, servers, func(hc *host.Config) {
 		hc.Protocol, hc.Mode, hc.Session, hc.ApprovalHold = *proto, *mode, *session, *hold
+		hc.HTTP = httpConfig
 	})
 	if err != nil {
 		return fail(e, cmd, err)

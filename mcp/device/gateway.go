@@ -70,6 +70,13 @@ type Options struct {
 	// ToolTimeout and OutputMaxBytes are passed to the adapter (see upstream.Options).
 	ToolTimeout    time.Duration
 	OutputMaxBytes int
+	// RefusalWindow and RefusalBurst bound the audit entries of refused connections
+	// (defaults DefaultRefusalWindow, DefaultRefusalBurst): per device and reason (every
+	// unknown id counting as one device), the first RefusalBurst refusals of a window
+	// get an entry each, the rest one summary entry with their count when the window
+	// ends, so refused attempts cannot grow the store faster than that (SEC-2).
+	RefusalWindow time.Duration
+	RefusalBurst  int
 }
 
 // Gateway accepts devices on ConnectPath (it is an http.Handler) and keeps one adapter
@@ -78,6 +85,8 @@ type Gateway struct {
 	opts    Options
 	log     *slog.Logger
 	devices map[string]*spec.Device
+
+	refusals *refusals
 
 	mu     sync.Mutex
 	state  map[string]*deviceState
@@ -103,6 +112,10 @@ func NewGateway(opts Options) (*Gateway, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{opts: opts, log: log, devices: map[string]*spec.Device{}, state: map[string]*deviceState{}}
+	g.refusals = newRefusals(opts.RefusalWindow, opts.RefusalBurst, func(ctx context.Context, id string, detail map[string]any) {
+		g.audit(ctx, AuditRefused, id, detail)
+		g.log.Warn("device refusals counted, not audited one by one", "reason", detail["reason"], "device_id", id, "count", detail["count"])
+	})
 	for _, d := range opts.Devices {
 		if d == nil || d.DeviceID == "" || d.TokenSHA256 == "" || d.Server == nil {
 			return nil, fmt.Errorf("device: a device file without device_id, token_sha256 or classification: %+v", d)
@@ -126,8 +139,10 @@ func (g *Gateway) Online(id string) bool {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	claimed := r.Header.Get(IDHeader)
 	refuse := func(code int, reason, text string) {
-		g.audit(r.Context(), AuditRefused, claimed, map[string]any{"reason": reason, "remote_addr": r.RemoteAddr, "claimed_id": bound(claimed)})
-		g.log.Warn("device refused", "reason", reason, "claimed_id", bound(claimed), "remote_addr", r.RemoteAddr)
+		if g.admitRefusal(r.Context(), claimed, reason, r.RemoteAddr) {
+			g.audit(r.Context(), AuditRefused, claimed, map[string]any{"reason": reason, "remote_addr": r.RemoteAddr, "claimed_id": bound(claimed)})
+			g.log.Warn("device refused", "reason", reason, "claimed_id", bound(claimed), "remote_addr", r.RemoteAddr)
+		}
 		http.Error(w, text, code)
 	}
 	if r.Method != http.MethodGet {
@@ -174,9 +189,26 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &out) {
 			reason = ReasonToolOutsideNamespace
 		}
-		g.audit(ctx, AuditRefused, d.DeviceID, map[string]any{"reason": reason, "remote_addr": r.RemoteAddr, "error": bound(err.Error())})
-		g.log.Warn("device connection refused", "device_id", d.DeviceID, "reason", reason, "error", err)
+		if g.admitRefusal(ctx, d.DeviceID, reason, r.RemoteAddr) {
+			g.audit(ctx, AuditRefused, d.DeviceID, map[string]any{"reason": reason, "remote_addr": r.RemoteAddr, "error": bound(err.Error())})
+			g.log.Warn("device connection refused", "device_id", d.DeviceID, "reason", reason, "error", err)
+		}
 	}
+}
+
+// admitRefusal counts a refusal and reports whether it gets an audit entry of its own
+// (see Options.RefusalWindow): the key is the device when the id is one of the
+// operator's files, and one shared key for every id that is not, so an attacker
+// inventing ids cannot multiply the keys.
+func (g *Gateway) admitRefusal(ctx context.Context, claimed, reason, remote string) bool {
+	key := refusalKey{reason: reason}
+	if g.devices[claimed] != nil {
+		key.device = claimed
+	}
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		remote = host // each attempt has a port of its own
+	}
+	return g.refusals.admit(ctx, key, remote, claimed)
 }
 
 // connect runs the adapter over the upgraded connection: the first connection of the
@@ -264,8 +296,10 @@ func (g *Gateway) lost(id string, err error) {
 	g.log.Warn("device disconnected; its tools answer device_offline until it dials again", "device_id", id)
 }
 
-// Close disconnects every device and withdraws their tools.
+// Close disconnects every device and withdraws their tools, and writes the summary
+// entries of refusals counted so far.
 func (g *Gateway) Close() error {
+	g.refusals.close()
 	g.mu.Lock()
 	g.closed = true
 	var ups []*upstream.Upstream

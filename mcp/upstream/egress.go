@@ -33,8 +33,9 @@ type Resolver interface {
 //     rebinding between check and connect cannot redirect it), and a socket-level
 //     control function re-checks the address actually connected to.
 //
-// Redirects are re-checked against the URL rules ([Egress.HTTPClient]); proxies from the
-// environment are never used, since a proxy would make the connection on our behalf.
+// Redirects are re-checked against the URL rules, and a redirect from https to http is
+// refused ([Egress.HTTPClient]); proxies from the environment are never used, since a
+// proxy would make the connection on our behalf.
 // Operator-configured servers are not restricted.
 type Egress struct {
 	// Allow are the host patterns of policy.yaml egress.allow: an exact host, or "*.x"
@@ -157,7 +158,8 @@ func controlCheck(network, address string, _ syscall.RawConn) error {
 }
 
 // HTTPClient returns a client whose every connection goes through [Egress.DialContext]
-// and whose redirects are re-checked by [Egress.CheckURL]. It never uses a proxy.
+// and whose redirects are re-checked by [Egress.CheckURL] and refused when they would
+// leave https ([ErrRedirectDowngrade]). It never uses a proxy.
 func (e *Egress) HTTPClient() *http.Client {
 	tr := &http.Transport{
 		Proxy:                 nil,
@@ -174,12 +176,34 @@ func (e *Egress) HTTPClient() *http.Client {
 			if len(via) >= 5 {
 				return fmt.Errorf("%w: more than 5 redirects", ErrEgressRefused)
 			}
+			if err := checkDowngrade(req, via); err != nil {
+				return fmt.Errorf("%w: %w", ErrEgressRefused, err)
+			}
 			if err := e.CheckURL(req.URL.String()); err != nil {
 				return fmt.Errorf("redirect: %w", err)
 			}
 			return nil
 		},
 	}
+}
+
+// ErrRedirectDowngrade is wrapped by the refusal of a redirect from https to http: the
+// request — a tool call's arguments, the client's headers — would be sent again in
+// cleartext, to anyone on the path (issue 14, finding 16).
+var ErrRedirectDowngrade = errors.New("redirect from https to plain http refused")
+
+// checkDowngrade refuses a redirect to a non-https URL once any request of the chain
+// was https. Every HTTP client of this package checks it, operator servers' too.
+func checkDowngrade(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme == "https" {
+		return nil
+	}
+	for _, v := range via {
+		if v.URL.Scheme == "https" {
+			return fmt.Errorf("%w: %s to %s", ErrRedirectDowngrade, v.URL.Redacted(), req.URL.Redacted())
+		}
+	}
+	return nil
 }
 
 var (

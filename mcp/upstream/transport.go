@@ -216,7 +216,8 @@ func (b *cappedBody) Close() error { return b.rc.Close() }
 var errMessageTooLarge = errors.New("maximum message size (Options.MaxMessageBytes)")
 
 // boundedClient returns a copy of c (nil: http.DefaultClient) whose JSON responses are
-// capped at max bytes.
+// capped at max bytes and which never follows a redirect from https to http (before
+// c's own redirect policy, which an operator's client may have set).
 func boundedClient(c *http.Client, max int) *http.Client {
 	if c == nil {
 		c = http.DefaultClient
@@ -227,5 +228,18 @@ func boundedClient(c *http.Client, max int) *http.Client {
 		next = http.DefaultTransport
 	}
 	cp.Transport = &limitJSON{next: next, max: int64(max)}
+	policy := cp.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if err := checkDowngrade(req, via); err != nil {
+			return err
+		}
+		if policy != nil {
+			return policy(req, via)
+		}
+		if len(via) >= 10 { // net/http's own default policy
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 	return &cp
 }
