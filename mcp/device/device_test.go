@@ -329,7 +329,7 @@ func TestDeviceLoss(t *testing.T) {
 	r.waitOnline("lab", false)
 
 	// Offline: still advertised to the session, device_offline.
-	if tools := r.reg.Tools("s1"); len(tools) == 0 {
+	if tools, err := r.reg.Tools(context.Background(), runtime.SessionKey{Tenant: "acme", ID: "s1"}); err != nil || len(tools) == 0 {
 		t.Fatal("offline device's tools are no longer advertised")
 	}
 	want(t, r.call("s1", "device.lab.echo", `{}`), runtime.OutcomeUnavailable, runtime.ReasonDeviceOffline)
