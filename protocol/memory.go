@@ -12,7 +12,7 @@ import (
 type MemorySessionModes struct {
 	mu    sync.Mutex
 	modes map[[2]string]string // (tenant, session id) -> mode
-	sets  int // SessionModeSet calls, so a test can tell that nothing moved
+	sets  int                  // SessionModeSet calls, so a test can tell that nothing moved
 }
 
 // SessionModeGet returns the mode of tenant's session; store.ErrNotFound if none was set.

@@ -134,7 +134,9 @@ func TestActiveMode_PersistedModeNoLongerDeclared_FallsBackToInitial(t *testing.
 
 type failingSessions struct{ err error }
 
-func (f failingSessions) SessionModeGet(context.Context, string, string) (string, error) { return "", f.err }
+func (f failingSessions) SessionModeGet(context.Context, string, string) (string, error) {
+	return "", f.err
+}
 func (f failingSessions) SessionModeSet(context.Context, string, string, string) error {
 	return f.err
 }
