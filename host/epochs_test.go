@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,5 +75,14 @@ func TestForcedEpochReachesRunningSessions(t *testing.T) {
 	}
 	if got := pin()["mcp.b.t"].SchemaSHA256; got != "v1" {
 		t.Errorf("server b re-pinned (by a's epoch, or by its own from before the process): %s", got)
+	}
+	// The epoch is in the store too, so another process (or this one restarted) serves
+	// the session the re-pinned catalog.
+	pins, _, err := h.st.SessionPinsGet(ctx, s1.Tenant, s1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pins) != "[{mcp.a.t v2} {mcp.b.t v1}]" {
+		t.Errorf("stored pins after the epoch: %v, want a's re-pinned and b's kept", pins)
 	}
 }
