@@ -55,7 +55,7 @@ func (p *Pipeline) parallelSafe(ctx context.Context, calls []Call) bool {
 		return false
 	}
 	for _, c := range calls {
-		reg, reason, err := p.cfg.Registry.resolve(ctx, SessionKey{Tenant: c.Tenant, ID: c.SessionID}, c.Tool)
+		reg, reason, err := p.cfg.Registry.resolve(ctx, c.sessionKey(), c.Tool)
 		if err != nil || reason != "" || !reg.spec.ParallelSafe || !reg.spec.VisibleTo(c.Tenant) {
 			return false
 		}

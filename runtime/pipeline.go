@@ -179,11 +179,16 @@ type Call struct {
 	Tenant    string
 	Principal Principal
 	SessionID string
-	RunID     string
-	Step      int
-	CallID    string
-	Tool      string
-	Args      json.RawMessage
+	// Unpinned makes the call resolve against the registry's current catalog for its
+	// tenant, pinning nothing under SessionID (which it is still recorded and moded
+	// under): a one-shot call of an operator that names no session. A call that
+	// belongs to a session leaves it false, so the session's pins decide (MCP-7).
+	Unpinned bool
+	RunID    string
+	Step     int
+	CallID   string
+	Tool     string
+	Args     json.RawMessage
 	// ContextTrust are the labels of the context items in the request that produced
 	// the call; origin_trust is their minimum (RT-6).
 	ContextTrust []Trust
@@ -192,6 +197,15 @@ type Call struct {
 	ArgumentTrust Trust
 	Workspace     string
 	Target        string
+}
+
+// sessionKey is the pinned catalog the call resolves against: its tenant's session, or
+// none (the current catalog) for an unpinned call.
+func (c *Call) sessionKey() SessionKey {
+	if c.Unpinned {
+		return SessionKey{Tenant: c.Tenant}
+	}
+	return SessionKey{Tenant: c.Tenant, ID: c.SessionID}
 }
 
 // call is the state of one call as it moves through the steps.
@@ -307,7 +321,7 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 // stepResolve is step 1: the pinned catalog of the caller's tenant's session names the
 // tool. The error is the store's: the pin could not be read or written.
 func (p *Pipeline) stepResolve(ctx context.Context, c *call) (Outcome, bool, error) {
-	reg, reason, err := p.cfg.Registry.resolve(ctx, SessionKey{Tenant: c.Tenant, ID: c.SessionID}, c.Tool)
+	reg, reason, err := p.cfg.Registry.resolve(ctx, c.sessionKey(), c.Tool)
 	if err != nil {
 		return Outcome{}, false, err
 	}

@@ -134,3 +134,23 @@ func TestRegistry_BoundedPinsEvictionChangesNothing(t *testing.T) {
 			before.Description, before.SchemaSHA256)
 	}
 }
+
+// An unpinned call (an operator's one-shot call that names no session) resolves
+// against the current catalog and pins nothing, even under a session id that is pinned.
+func TestExecute_UnpinnedCallSeesTheCurrentCatalog(t *testing.T) {
+	h := newHarness(t, runtime.Config{})
+	if err := h.reg.RegisterAdapter("mcp", adapterDef("mcp.a.t", "v1", "first")); err != nil {
+		t.Fatal(err)
+	}
+	pinOf(t, h.reg, runtime.SessionKey{Tenant: "acme", ID: "s1"})
+	if err := h.reg.Replace(adapterDef("mcp.a.t", "v2", "second")); err != nil {
+		t.Fatal(err)
+	}
+	c := h.call("mcp.a.t", "c1", `{"n":1}`)
+	wantStatus(t, h.exec(c), runtime.OutcomeUnavailable, runtime.ReasonToolChanged)
+	c.Unpinned, c.CallID = true, "c2"
+	wantStatus(t, h.exec(c), runtime.OutcomeSucceeded, "")
+	if pins, _, err := h.store.SessionPinsGet(h.ctx, "acme", ""); err != nil || pins != nil {
+		t.Fatalf("an unpinned call stored pins: %v, %v", pins, err)
+	}
+}
