@@ -14,9 +14,13 @@ type CallRequest struct {
 	Args json.RawMessage // a JSON object; nil is {}
 	// Principal is the caller; the zero value is Config.Principal (see Host.Principal).
 	Principal runtime.Principal
-	// SessionID ("" is "cli"), RunID ("" is the session), Step and CallID ("" is
-	// derived from the tool and the canonical arguments, as the MCP server derives it,
-	// so a call retried through either finds itself) name the call (RT-5).
+	// SessionID, RunID ("" is the session), Step and CallID ("" is derived from the
+	// tool and the canonical arguments, as the MCP server derives it, so a call retried
+	// through either finds itself) name the call (RT-5). A named session is pinned as
+	// over MCP, in the caller's tenant; "" is the session "cli", which pins nothing: a
+	// one-shot operator call resolves against the host's current catalog, so hosts with
+	// other tools on the same store, or this host after an upgrade, are never held to a
+	// catalog an earlier call happened to pin.
 	SessionID, RunID string
 	Step             int
 	CallID           string
@@ -34,7 +38,8 @@ func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error)
 			return runtime.Outcome{}, err
 		}
 	}
-	if r.SessionID == "" {
+	unpinned := r.SessionID == ""
+	if unpinned {
 		r.SessionID = "cli"
 	}
 	if r.RunID == "" {
@@ -50,7 +55,7 @@ func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error)
 		r.ArgumentTrust = runtime.TrustUser
 	}
 	return h.pipe.Execute(ctx, runtime.Call{
-		Tenant: p.Tenant, Principal: p, SessionID: r.SessionID, RunID: r.RunID, Step: r.Step, CallID: r.CallID,
-		Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspace,
+		Tenant: p.Tenant, Principal: p, SessionID: r.SessionID, Unpinned: unpinned, RunID: r.RunID, Step: r.Step,
+		CallID: r.CallID, Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspace,
 	})
 }

@@ -10,8 +10,10 @@ import (
 const epochPoll = time.Second
 
 // watchForcedEpochs applies the forced epochs Operator.ForceEpoch records (in this or
-// another process) to this host's running sessions: the catalog history is the
-// channel, so the operator's command needs no connection to the server. Epochs
+// another process) to the sessions' pinned catalogs, in the store and in this host's
+// memory: the catalog history is the channel, so the operator's command needs no
+// connection to the server. Every serving process applies each epoch; they write the
+// same pins, so applying it twice changes nothing. Epochs
 // recorded before the call are past: it reads the history once before it returns,
 // then polls it in a goroutine until ctx ends.
 func (h *Host) watchForcedEpochs(ctx context.Context) error {
@@ -47,7 +49,13 @@ func (h *Host) watchForcedEpochs(ctx context.Context) error {
 				if ch.Change != ChangeForcedEpoch {
 					continue
 				}
-				n := h.reg.ForceEpochServer("mcp." + ch.ServerID + ".")
+				n, err := h.reg.ForceEpochServer(ctx, "mcp."+ch.ServerID+".")
+				if err != nil {
+					// The store could not be written: the next poll does not see this
+					// entry again, so say so loudly; the operator forces the epoch again.
+					h.log.Error("forced epoch not applied to the stored pins", "server", ch.ServerID, "history_id", ch.ID, "err", err)
+					continue
+				}
 				h.log.Warn("forced epoch applied: running sessions re-pinned to the server's current tools",
 					"server", ch.ServerID, "sessions", n, "history_id", ch.ID)
 			}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,7 +44,15 @@ func TestForcedEpochReachesRunningSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.reg.Pin("s1")
+	s1 := runtime.SessionKey{Tenant: "default", ID: "s1"}
+	pin := func() runtime.Catalog {
+		c, err := h.reg.Pin(ctx, s1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pin()
 	for _, tool := range []*fakeTool{adapterTool("mcp.a.t", "v2"), adapterTool("mcp.b.t", "v2")} {
 		if err := h.reg.Replace(tool); err != nil {
 			t.Fatal(err)
@@ -58,13 +67,22 @@ func TestForcedEpochReachesRunningSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for h.reg.Pin("s1")["mcp.a.t"].SchemaSHA256 != "v2" {
+	for pin()["mcp.a.t"].SchemaSHA256 != "v2" {
 		if time.Now().After(deadline) {
 			t.Fatal("the forced epoch was not applied to the running session")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := h.reg.Pin("s1")["mcp.b.t"].SchemaSHA256; got != "v1" {
+	if got := pin()["mcp.b.t"].SchemaSHA256; got != "v1" {
 		t.Errorf("server b re-pinned (by a's epoch, or by its own from before the process): %s", got)
+	}
+	// The epoch is in the store too, so another process (or this one restarted) serves
+	// the session the re-pinned catalog.
+	pins, _, err := h.st.SessionPinsGet(ctx, s1.Tenant, s1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pins) != "[{mcp.a.t v2} {mcp.b.t v1}]" {
+		t.Errorf("stored pins after the epoch: %v, want a's re-pinned and b's kept", pins)
 	}
 }

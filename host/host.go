@@ -84,6 +84,11 @@ type Config struct {
 	// Lease, SweepInterval and ApprovalHold tune the pipeline (the runtime.Default*
 	// values when zero; see runtime.Config). A tool's own timeout is its spec's.
 	Lease, SweepInterval, ApprovalHold time.Duration
+	// MaxCachedSessions bounds the per-session state this process keeps in memory —
+	// pinned catalogs, session owners — in sessions (0 is
+	// runtime.DefaultMaxCachedSessions). The store holds all of it: a session evicted
+	// here is read back when it returns, and sees what it saw (SEC-2, SES-1).
+	MaxCachedSessions int
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Tracer, when set, records one span per call (runtime.Config.Tracer).
@@ -236,6 +241,9 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 	}
 	h.reg = runtime.NewRegistry()
 	if err := h.reg.Register(tools...); err != nil {
+		return err
+	}
+	if err := h.reg.PersistPins(h.st, cfg.MaxCachedSessions); err != nil {
 		return err
 	}
 	if err := h.checkProtocolTools(); err != nil {

@@ -33,6 +33,7 @@ type httpParts struct {
 	handler http.Handler
 	events  *events.Handler
 	gateway *device.Gateway
+	mcp     *mcpserver.Server
 }
 
 func (p *httpParts) close() {
@@ -68,7 +69,8 @@ func (h *Host) Handler() (http.Handler, error) {
 		return nil, err
 	}
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal,
-		PrincipalOf: identity.PrincipalFrom, Workspace: h.workspace, Logger: h.log}
+		PrincipalOf: identity.PrincipalFrom, Workspace: h.workspace, Logger: h.log,
+		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes
 	}
@@ -113,7 +115,7 @@ func (h *Host) Handler() (http.Handler, error) {
 		gw.Close()
 		return nil, err
 	}
-	h.http = &httpParts{handler: handler, events: evs, gateway: gw}
+	h.http = &httpParts{handler: handler, events: evs, gateway: gw, mcp: srv}
 	return handler, nil
 }
 

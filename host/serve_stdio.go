@@ -17,7 +17,8 @@ func (h *Host) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 		return err
 	}
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal,
-		Workspace: h.workspace, SessionID: h.cfg.Session, Logger: h.log}
+		Workspace: h.workspace, SessionID: h.cfg.Session, Logger: h.log,
+		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes
 	}

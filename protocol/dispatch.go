@@ -97,7 +97,7 @@ func (r *Runtime) AfterCall(ctx context.Context, call runtime.Call, o runtime.Ou
 	if err != nil {
 		return Dispatch{}, err
 	}
-	from, err := r.Mode(ctx, call.SessionID)
+	from, err := r.Mode(ctx, call.Tenant, call.SessionID)
 	if err != nil {
 		return Dispatch{}, err
 	}

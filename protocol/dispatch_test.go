@@ -75,7 +75,7 @@ func (h *host) call(tool, callID, args string) (runtime.Outcome, protocol.Dispat
 
 func (h *host) mode() string {
 	h.t.Helper()
-	m, err := h.r.Mode(h.t.Context(), "s1")
+	m, err := h.r.Mode(h.t.Context(), "acme", "s1")
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -23,8 +23,9 @@
 //     [Runtime] is the pipeline's runtime.ModeResolver, so step 6 denies a call to a
 //     tool outside the active mode (not_in_mode); [Runtime.ToolsFor] filters tools/list.
 //   - Active mode (WF-4, [Runtime.Mode]): the pinned mode when the server serves one;
-//     otherwise the session's persisted current_mode ([SessionModes]); otherwise the
-//     protocol's initial_mode. A persisted mode the protocol no longer declares (the file
+//     otherwise the session's persisted current_mode ([SessionModes], keyed by tenant
+//     and session id: another tenant's session of the same id has its own, SES-1);
+//     otherwise the protocol's initial_mode. A persisted mode the protocol no longer declares (the file
 //     changed between runs) falls back to initial_mode, with a warning, rather than
 //     stranding the session in a mode with no tools. A call with no session id has no
 //     persisted state and is in initial_mode (or the pinned mode).

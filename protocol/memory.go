@@ -11,29 +11,29 @@ import (
 // persists nothing, so a host that can restart or runs several workers uses its store.
 type MemorySessionModes struct {
 	mu    sync.Mutex
-	modes map[string]string
-	sets  int // SessionModeSet calls, so a test can tell that nothing moved
+	modes map[[2]string]string // (tenant, session id) -> mode
+	sets  int                  // SessionModeSet calls, so a test can tell that nothing moved
 }
 
-// SessionModeGet returns the session's mode; store.ErrNotFound if none was set.
-func (m *MemorySessionModes) SessionModeGet(_ context.Context, sessionID string) (string, error) {
+// SessionModeGet returns the mode of tenant's session; store.ErrNotFound if none was set.
+func (m *MemorySessionModes) SessionModeGet(_ context.Context, tenant, sessionID string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mode, ok := m.modes[sessionID]
+	mode, ok := m.modes[[2]string{tenant, sessionID}]
 	if !ok {
 		return "", store.ErrNotFound
 	}
 	return mode, nil
 }
 
-// SessionModeSet records the session's mode.
-func (m *MemorySessionModes) SessionModeSet(_ context.Context, _, sessionID, mode string) error {
+// SessionModeSet records the mode of tenant's session.
+func (m *MemorySessionModes) SessionModeSet(_ context.Context, tenant, sessionID, mode string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.modes == nil {
-		m.modes = map[string]string{}
+		m.modes = map[[2]string]string{}
 	}
-	m.modes[sessionID] = mode
+	m.modes[[2]string{tenant, sessionID}] = mode
 	m.sets++
 	return nil
 }

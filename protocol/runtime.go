@@ -10,10 +10,13 @@ import (
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
-// SessionModes persists each session's current mode (WF-4). store.Store satisfies it.
+// SessionModes persists each session's current mode (WF-4), keyed by (tenant, session
+// id) (SES-1): a session id another tenant also uses is another session, whose mode
+// this one's dispatch never moves. store.Store satisfies it.
 type SessionModes interface {
-	// SessionModeGet returns the session's current mode; store.ErrNotFound if none was set.
-	SessionModeGet(ctx context.Context, sessionID string) (string, error)
+	// SessionModeGet returns the current mode of tenant's session; store.ErrNotFound if
+	// none was set.
+	SessionModeGet(ctx context.Context, tenant, sessionID string) (string, error)
 	// SessionModeSet records the session's current mode (insert or update), one commit.
 	SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error
 }
@@ -74,18 +77,18 @@ func (r *Runtime) Protocol() *Protocol { return r.proto }
 // PinnedMode is the mode this server is pinned to, "" when it serves every mode.
 func (r *Runtime) PinnedMode() string { return r.pinned }
 
-// Mode is the session's active mode (WF-4): the pinned mode; else the session's
-// persisted current_mode; else the protocol's initial_mode. A persisted mode the
-// protocol does not declare falls back to initial_mode (logged). The error is the
+// Mode is the active mode (WF-4) of tenant's session: the pinned mode; else the
+// session's persisted current_mode; else the protocol's initial_mode. A persisted mode
+// the protocol does not declare falls back to initial_mode (logged). The error is the
 // store's.
-func (r *Runtime) Mode(ctx context.Context, sessionID string) (string, error) {
+func (r *Runtime) Mode(ctx context.Context, tenant, sessionID string) (string, error) {
 	if r.pinned != "" {
 		return r.pinned, nil
 	}
 	if sessionID == "" {
 		return r.proto.initial, nil
 	}
-	m, err := r.sessions.SessionModeGet(ctx, sessionID)
+	m, err := r.sessions.SessionModeGet(ctx, tenant, sessionID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return r.proto.initial, nil
@@ -100,25 +103,25 @@ func (r *Runtime) Mode(ctx context.Context, sessionID string) (string, error) {
 }
 
 // ActiveMode implements runtime.ModeResolver for step 6 (and the mode recorded on the
-// invocation row, WF-5): the session's active mode and whether it holds tool.
-func (r *Runtime) ActiveMode(ctx context.Context, sessionID, tool string) (string, bool, error) {
-	m, err := r.Mode(ctx, sessionID)
+// invocation row, WF-5): the active mode of tenant's session and whether it holds tool.
+func (r *Runtime) ActiveMode(ctx context.Context, tenant, sessionID, tool string) (string, bool, error) {
+	m, err := r.Mode(ctx, tenant, sessionID)
 	if err != nil {
 		return "", false, err
 	}
 	return m, r.proto.Holds(m, tool), nil
 }
 
-// Exposed reports whether the session's active mode exposes tool (WF-3).
-func (r *Runtime) Exposed(ctx context.Context, sessionID, tool string) (bool, error) {
-	_, in, err := r.ActiveMode(ctx, sessionID, tool)
+// Exposed reports whether the active mode of tenant's session exposes tool (WF-3).
+func (r *Runtime) Exposed(ctx context.Context, tenant, sessionID, tool string) (bool, error) {
+	_, in, err := r.ActiveMode(ctx, tenant, sessionID, tool)
 	return in, err
 }
 
-// ToolsFor filters all, keeping order, to the tools the session's active mode exposes:
-// what tools/list shows (MCP-9). The active mode is resolved once.
-func (r *Runtime) ToolsFor(ctx context.Context, sessionID string, all []string) ([]string, error) {
-	m, err := r.Mode(ctx, sessionID)
+// ToolsFor filters all, keeping order, to the tools the active mode of tenant's
+// session exposes: what tools/list shows (MCP-9). The active mode is resolved once.
+func (r *Runtime) ToolsFor(ctx context.Context, tenant, sessionID string, all []string) ([]string, error) {
+	m, err := r.Mode(ctx, tenant, sessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func TestToolsFor_ExposesOnlyTheActiveModesTools(t *testing.T) {
 		if err := sessions.SessionModeSet(t.Context(), "acme", "s-"+mode, mode); err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.ToolsFor(t.Context(), "s-"+mode, catalog)
+		got, err := r.ToolsFor(t.Context(), "acme", "s-"+mode, catalog)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestToolsFor_ExposesOnlyTheActiveModesTools(t *testing.T) {
 			t.Errorf("mode %s exposes %v, want %v", mode, got, tools)
 		}
 		for _, tool := range catalog {
-			in, err := r.Exposed(t.Context(), "s-"+mode, tool)
+			in, err := r.Exposed(t.Context(), "acme", "s-"+mode, tool)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestToolsFor_ToolInNoMode_ExposedInNone(t *testing.T) {
 		if err := sessions.SessionModeSet(t.Context(), "acme", "s1", mode); err != nil {
 			t.Fatal(err)
 		}
-		if in, err := r.Exposed(t.Context(), "s1", "mcp.tickets.create"); err != nil || in {
+		if in, err := r.Exposed(t.Context(), "acme", "s1", "mcp.tickets.create"); err != nil || in {
 			t.Errorf("mode %s: mcp.tickets.create exposed = %v, %v; a tool no mode names is exposed in none", mode, in, err)
 		}
 	}
@@ -109,11 +109,11 @@ func TestActiveMode_PinnedThenPersistedThenInitial(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := c.r.Mode(t.Context(), c.session)
+			got, err := c.r.Mode(t.Context(), "acme", c.session)
 			if err != nil || got != c.want {
 				t.Errorf("Mode(%q) = %q, %v; want %q", c.session, got, err, c.want)
 			}
-			mode, in, err := c.r.ActiveMode(t.Context(), c.session, "review.approve")
+			mode, in, err := c.r.ActiveMode(t.Context(), "acme", c.session, "review.approve")
 			if err != nil || mode != c.want || in != (c.want == "review") {
 				t.Errorf("ActiveMode(%q, review.approve) = %q, %v, %v", c.session, mode, in, err)
 			}
@@ -127,14 +127,16 @@ func TestActiveMode_PersistedModeNoLongerDeclared_FallsBackToInitial(t *testing.
 		t.Fatal(err)
 	}
 	r := newRuntime(t, protocol.Config{Sessions: sessions})
-	if got, err := r.Mode(t.Context(), "s1"); err != nil || got != "plan" {
+	if got, err := r.Mode(t.Context(), "acme", "s1"); err != nil || got != "plan" {
 		t.Errorf("Mode = %q, %v; want the initial mode plan", got, err)
 	}
 }
 
 type failingSessions struct{ err error }
 
-func (f failingSessions) SessionModeGet(context.Context, string) (string, error) { return "", f.err }
+func (f failingSessions) SessionModeGet(context.Context, string, string) (string, error) {
+	return "", f.err
+}
 func (f failingSessions) SessionModeSet(context.Context, string, string, string) error {
 	return f.err
 }
@@ -142,10 +144,10 @@ func (f failingSessions) SessionModeSet(context.Context, string, string, string)
 func TestActiveMode_StoreFailure_IsAnError(t *testing.T) {
 	boom := errors.New("database is locked")
 	r := newRuntime(t, protocol.Config{Sessions: failingSessions{boom}})
-	if _, _, err := r.ActiveMode(t.Context(), "s1", "workspace.list"); !errors.Is(err, boom) {
+	if _, _, err := r.ActiveMode(t.Context(), "acme", "s1", "workspace.list"); !errors.Is(err, boom) {
 		t.Errorf("err %v, want the store's", err)
 	}
-	if _, err := r.ToolsFor(t.Context(), "s1", catalog); !errors.Is(err, boom) {
+	if _, err := r.ToolsFor(t.Context(), "acme", "s1", catalog); !errors.Is(err, boom) {
 		t.Errorf("ToolsFor err %v, want the store's", err)
 	}
 }

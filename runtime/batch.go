@@ -13,7 +13,7 @@ import (
 // failure, if any.
 func (p *Pipeline) ExecuteBatch(ctx context.Context, calls []Call) ([]Outcome, error) {
 	out := make([]Outcome, len(calls))
-	if !p.parallelSafe(calls) {
+	if !p.parallelSafe(ctx, calls) {
 		for i, c := range calls {
 			o, err := p.Execute(ctx, c)
 			if err != nil {
@@ -48,14 +48,15 @@ func (p *Pipeline) ExecuteBatch(ctx context.Context, calls []Call) ([]Outcome, e
 }
 
 // parallelSafe reports whether every call names a pinned tool whose spec is
-// parallel_safe. An unknown tool makes the batch sequential; its call is refused in turn.
-func (p *Pipeline) parallelSafe(calls []Call) bool {
+// parallel_safe. An unknown tool (or a pin the store could not read) makes the batch
+// sequential; its call is refused, or fails, in turn.
+func (p *Pipeline) parallelSafe(ctx context.Context, calls []Call) bool {
 	if len(calls) < 2 {
 		return false
 	}
 	for _, c := range calls {
-		reg, reason := p.cfg.Registry.resolve(c.SessionID, c.Tool)
-		if reason != "" || !reg.spec.ParallelSafe {
+		reg, reason, err := p.cfg.Registry.resolve(ctx, c.sessionKey(), c.Tool)
+		if err != nil || reason != "" || !reg.spec.ParallelSafe || !reg.spec.VisibleTo(c.Tenant) {
 			return false
 		}
 	}

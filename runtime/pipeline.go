@@ -41,10 +41,12 @@ const (
 	DefaultSweepJitter = 0.25
 )
 
-// ModeResolver answers WF-3/WF-4 for the pipeline: the active mode of a session and
-// whether it holds a tool. A nil ModeResolver means no protocol: every tool is in mode.
+// ModeResolver answers WF-3/WF-4 for the pipeline: the active mode of a tenant's
+// session and whether it holds a tool. A session's mode is keyed by (tenant, session)
+// (SES-1): another tenant's session of the same id has a mode of its own. A nil
+// ModeResolver means no protocol: every tool is in mode.
 type ModeResolver interface {
-	ActiveMode(ctx context.Context, sessionID, tool string) (mode string, inMode bool, err error)
+	ActiveMode(ctx context.Context, tenant, sessionID, tool string) (mode string, inMode bool, err error)
 }
 
 // Config assembles a Pipeline.
@@ -112,6 +114,13 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.Registry == nil || cfg.Store == nil {
 		return nil, errors.New("runtime: a pipeline needs a Registry and a Store")
 	}
+	if !cfg.Registry.persistsPins() {
+		// Sessions' pins live in the store the calls are recorded in (SES-1): every
+		// process on it, and this one after a restart, serves a session one catalog.
+		if err := cfg.Registry.PersistPins(cfg.Store, 0); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = "worker-" + randomToken()
 	}
@@ -152,6 +161,10 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	return &Pipeline{cfg: cfg, log: log}, nil
 }
 
+// Store is the store the pipeline records calls in: the MCP server claims session ids
+// in it (SES-1), so that every process on the store agrees who owns a session.
+func (p *Pipeline) Store() store.Store { return p.cfg.Store }
+
 // WorkerID is the lease owner this pipeline writes.
 func (p *Pipeline) WorkerID() string { return p.cfg.WorkerID }
 
@@ -166,11 +179,16 @@ type Call struct {
 	Tenant    string
 	Principal Principal
 	SessionID string
-	RunID     string
-	Step      int
-	CallID    string
-	Tool      string
-	Args      json.RawMessage
+	// Unpinned makes the call resolve against the registry's current catalog for its
+	// tenant, pinning nothing under SessionID (which it is still recorded and moded
+	// under): a one-shot call of an operator that names no session. A call that
+	// belongs to a session leaves it false, so the session's pins decide (MCP-7).
+	Unpinned bool
+	RunID    string
+	Step     int
+	CallID   string
+	Tool     string
+	Args     json.RawMessage
 	// ContextTrust are the labels of the context items in the request that produced
 	// the call; origin_trust is their minimum (RT-6).
 	ContextTrust []Trust
@@ -179,6 +197,15 @@ type Call struct {
 	ArgumentTrust Trust
 	Workspace     string
 	Target        string
+}
+
+// sessionKey is the pinned catalog the call resolves against: its tenant's session, or
+// none (the current catalog) for an unpinned call.
+func (c *Call) sessionKey() SessionKey {
+	if c.Unpinned {
+		return SessionKey{Tenant: c.Tenant}
+	}
+	return SessionKey{Tenant: c.Tenant, ID: c.SessionID}
 }
 
 // call is the state of one call as it moves through the steps.
@@ -231,7 +258,7 @@ func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) 
 			attribute.String("gen_ai.tool.call.id", in.CallID)))
 		defer func() {
 			tool := UnknownLabel
-			if p.cfg.Registry.knows(in.SessionID, in.Tool) {
+			if p.cfg.Registry.knows(SessionKey{Tenant: in.Tenant, ID: in.SessionID}, in.Tool) {
 				tool = in.Tool
 			}
 			span.SetName("execute_tool " + tool)
@@ -256,7 +283,11 @@ func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) 
 
 func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	c := &call{Call: in, start: time.Now()}
-	if o, stop := p.stepResolve(c); stop { // 1
+	o, stop, err := p.stepResolve(ctx, c) // 1
+	if err != nil {
+		return Outcome{}, err
+	}
+	if stop {
 		return p.stepEmit(ctx, c, o), nil
 	}
 	p.after("resolve")
@@ -268,7 +299,7 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	p.after("label")
 	p.stepKey(c) // 4
 	p.after("key")
-	o, stop, err := p.stepBreaker(ctx, c) // 5
+	o, stop, err = p.stepBreaker(ctx, c) // 5
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -308,18 +339,22 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	return p.stepEmit(ctx, c, o), nil // 14
 }
 
-// stepResolve is step 1: the session's pinned catalog names the tool.
-func (p *Pipeline) stepResolve(c *call) (Outcome, bool) {
-	reg, reason := p.cfg.Registry.resolve(c.SessionID, c.Tool)
+// stepResolve is step 1: the pinned catalog of the caller's tenant's session names the
+// tool. The error is the store's: the pin could not be read or written.
+func (p *Pipeline) stepResolve(ctx context.Context, c *call) (Outcome, bool, error) {
+	reg, reason, err := p.cfg.Registry.resolve(ctx, c.sessionKey(), c.Tool)
+	if err != nil {
+		return Outcome{}, false, err
+	}
 	if reason == "" && !reg.spec.VisibleTo(c.Tenant) {
-		reason = ReasonUnknownTool // another tenant's server: as if it did not exist (ID-2)
+		reason = ReasonUnknownTool // another tenant's server or device: as if it did not exist (ID-2)
 	}
 	c.pinnedName = reason == ReasonToolWithdrawn || reason == ReasonToolChanged
 	if reason != "" {
-		return NewOutcome(reason, c.CallID), true
+		return NewOutcome(reason, c.CallID), true, nil
 	}
 	c.reg, c.spec = reg, reg.spec
-	return Outcome{}, false
+	return Outcome{}, false, nil
 }
 
 // stepValidateArgs is step 2: decode the arguments, validate them against the input
@@ -384,9 +419,12 @@ func (p *Pipeline) stepKey(c *call) {
 	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
 }
 
-// stepBreaker is step 5: one counter per (run, tool, canonical args) (RT-8).
+// stepBreaker is step 5: one counter per (tenant, run, tool, canonical args) (RT-8,
+// SEC-3). A run id is the tenant's: another tenant's calls in a run of the same id
+// neither count here nor can be observed through a refusal, as the idempotency key,
+// which includes the tenant, already keeps their records apart.
 func (p *Pipeline) stepBreaker(ctx context.Context, c *call) (Outcome, bool, error) {
-	counts, err := p.cfg.Store.InvocationBreakerCounts(ctx, c.RunID, c.argsHash)
+	counts, err := p.cfg.Store.InvocationBreakerCounts(ctx, c.Tenant, c.RunID, c.argsHash)
 	if err != nil {
 		return Outcome{}, false, fmt.Errorf("runtime: breaker: %w", err)
 	}
@@ -402,7 +440,7 @@ func (p *Pipeline) stepBreaker(ctx context.Context, c *call) (Outcome, bool, err
 func (p *Pipeline) stepPolicy(ctx context.Context, c *call) (Outcome, bool, error) {
 	inMode := true
 	if p.cfg.Modes != nil {
-		mode, ok, err := p.cfg.Modes.ActiveMode(ctx, c.SessionID, c.spec.Name)
+		mode, ok, err := p.cfg.Modes.ActiveMode(ctx, c.Tenant, c.SessionID, c.spec.Name)
 		if err != nil {
 			return Outcome{}, false, fmt.Errorf("runtime: active mode: %w", err)
 		}
@@ -435,7 +473,7 @@ func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outco
 	if c.mode == "" && p.cfg.Modes != nil {
 		// A breaker refusal comes before step 6 resolved the mode; the row still records
 		// the mode that was active (WF-5).
-		mode, _, err := p.cfg.Modes.ActiveMode(ctx, c.SessionID, c.spec.Name)
+		mode, _, err := p.cfg.Modes.ActiveMode(ctx, c.Tenant, c.SessionID, c.spec.Name)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("runtime: active mode: %w", err)
 		}

@@ -150,6 +150,15 @@ func testCommitsPerCallClass(t *testing.T, st store.Store) {
 	held := newTestTool("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent)
 	held.spec.Risk = runtime.RiskCritical
 	h := newHarnessOn(t, st, runtime.Config{ApprovalPoll: 5 * time.Millisecond}, read, write, send, cond, held)
+	// A session's first call pins its catalog, once (SES-1): one more commit, for the
+	// session, not for the call.
+	h.counting.Reset()
+	if _, err := h.reg.Pin(h.ctx, runtime.SessionKey{Tenant: "acme", ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.counting.Commits(); got["SessionPinsCreate"] != 1 || h.counting.Total() != 1 {
+		t.Errorf("pinning a session: commits %v, want one SessionPinsCreate", got)
+	}
 
 	for _, tc := range []struct {
 		tool    string
@@ -725,7 +734,11 @@ func TestRegistry_ForceEpochServerRepinsOnlyThatServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := reg.Pin("s1")
+	s1 := runtime.SessionKey{Tenant: "acme", ID: "s1"}
+	before, err := reg.Pin(context.Background(), s1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	changedA := newTestTool("mcp.a.one", runtime.SideEffectRead, runtime.Idempotent)
 	changedA.spec.SchemaSHA256 = "sha-new"
 	changedB := newTestTool("mcp.b.one", runtime.SideEffectRead, runtime.Idempotent)
@@ -742,10 +755,13 @@ func TestRegistry_ForceEpochServerRepinsOnlyThatServer(t *testing.T) {
 	if cur := reg.Current(); len(cur) != 3 || cur[0].Name != "mcp.a.one" || cur[0].SchemaSHA256 != "sha-new" || cur[1].Name != "mcp.a.two" {
 		t.Errorf("Current() = %v, want the three current definitions sorted", cur)
 	}
-	if n := reg.ForceEpochServer("mcp.a."); n != 1 {
-		t.Errorf("re-pinned %d sessions, want 1", n)
+	if n, err := reg.ForceEpochServer(context.Background(), "mcp.a."); err != nil || n != 1 {
+		t.Errorf("re-pinned %d sessions (%v), want 1", n, err)
 	}
-	after := reg.Pin("s1")
+	after, err := reg.Pin(context.Background(), s1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if after["mcp.a.one"].SchemaSHA256 != "sha-new" || after["mcp.a.two"] == nil {
 		t.Errorf("server a not re-pinned: %+v", after)
 	}

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/toolgen/toolgen/runtime/internal/fastschema"
 	"github.com/toolgen/toolgen/runtime/store"
 
+	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/internal/names"
 )
 
@@ -21,11 +24,21 @@ import (
 // it (ADR-0021 decision 9, MCP-7): a tool removed later stays advertised to that session
 // and answers unavailable/tool_withdrawn; a tool whose definition changed keeps its
 // pinned definition and answers unavailable/tool_changed; new sessions see the new
-// catalog. Pins live in memory for the life of the process.
+// catalog. Pins are keyed by (tenant, session) and persisted through a [PinStore]
+// (see [Registry.Pin]); what is kept in memory per session is bounded.
 type Registry struct {
-	mu       sync.RWMutex
-	tools    map[string]*registered
-	sessions map[string]Catalog
+	mu    sync.RWMutex
+	tools map[string]*registered
+	// retired holds definitions replaced or withdrawn in this process, and the
+	// placeholders of pins no process definition matches (see Pin), by definition.
+	retired *lru.Cache[defKey, *ToolSpec]
+	// pins persists catalogs; cache holds some of them. Without a PinStore, memory
+	// holds every catalog.
+	pins   PinStore
+	cache  *lru.Cache[SessionKey, Catalog]
+	memory map[SessionKey]Catalog
+	// epoch counts forced epochs, so a pin read from the store while one ran is read again.
+	epoch uint64
 }
 
 type registered struct {
@@ -51,7 +64,8 @@ type toolExprs struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]*registered{}, sessions: map[string]Catalog{}}
+	return &Registry{tools: map[string]*registered{}, memory: map[SessionKey]Catalog{},
+		retired: lru.New[defKey, *ToolSpec](MaxRetiredDefinitions)}
 }
 
 // Register adds builtin tools. It refuses, at startup as toolgen does at build time, a
@@ -136,6 +150,7 @@ func (r *Registry) Replace(t Tool) error {
 		t.Spec().OutputTrust = TrustExternalUntrusted // as RegisterAdapter does (RT-6)
 	}
 	r.mu.Lock()
+	r.retire(r.tools[t.Spec().Name])
 	delete(r.tools, t.Spec().Name)
 	r.mu.Unlock()
 	return r.add(t, names.Reserved(t.Spec().Name))
@@ -145,6 +160,7 @@ func (r *Registry) Replace(t Tool) error {
 func (r *Registry) Withdraw(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.retire(r.tools[name])
 	delete(r.tools, name)
 }
 
@@ -188,48 +204,270 @@ func (sc *schemaCheck) validate(doc []byte) error {
 }
 
 // Catalog is a session's pinned view: each tool's definition as the session first saw
-// it (its name and schema_sha256 are what is pinned).
+// it (its name and schema_sha256 are what is pinned). A Catalog handed out is never
+// mutated.
 type Catalog map[string]*ToolSpec
 
-// Pin returns the catalog of session, pinning the current one on first use.
-func (r *Registry) Pin(sessionID string) Catalog {
-	r.mu.RLock()
-	c, ok := r.sessions[sessionID]
-	r.mu.RUnlock()
-	if ok {
-		return c
+// SessionKey names a session: every session-keyed state is keyed by its tenant and
+// its id (SES-1), so a session id another tenant also uses names another session.
+type SessionKey struct {
+	Tenant string
+	ID     string
+}
+
+// PinStore persists pinned catalogs (store.Store satisfies it): a restarted or second
+// process serves a session the catalog it pinned, and the memory a registry keeps per
+// session is a bounded cache of it.
+type PinStore interface {
+	SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error)
+	SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error)
+	SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error)
+}
+
+// Bounds of the memory a registry keeps (SEC-2).
+const (
+	// DefaultMaxCachedSessions bounds the pinned catalogs held in memory when pins are
+	// persisted (about 1.5 KB each with thirty tools): past it the least recently used
+	// are dropped and read back from the store when their session returns.
+	DefaultMaxCachedSessions = 10000
+	// MaxRetiredDefinitions bounds the definitions kept after an upstream replaced or
+	// withdrew them, so that a session that pinned one is still shown it. A pin whose
+	// definition is not (or no longer) known to this process — after a restart, on
+	// another process, or past this bound — is shown as a placeholder (see
+	// [Registry.Pin]).
+	MaxRetiredDefinitions = 4096
+)
+
+// defKey names one definition of a tool.
+type defKey struct{ name, sha string }
+
+// PersistPins makes the registry keep pinned catalogs in ps, with at most maxCached
+// of them in memory (DefaultMaxCachedSessions when maxCached <= 0). NewPipeline calls
+// it with the pipeline's store for a registry that has no PinStore yet; call it
+// yourself, before any session pins, to choose the bound. Without a PinStore (a
+// registry used alone, in a test) every pin lives in memory for the life of the
+// registry. It is an error once a session has pinned.
+func (r *Registry) PersistPins(ps PinStore, maxCached int) error {
+	if ps == nil {
+		return errors.New("runtime: PersistPins needs a PinStore")
+	}
+	if maxCached <= 0 {
+		maxCached = DefaultMaxCachedSessions
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.sessions[sessionID]; ok {
+	if len(r.memory) > 0 || r.cache != nil && r.cache.Len() > 0 {
+		return errors.New("runtime: PersistPins after sessions pinned: their pins would be lost")
+	}
+	r.pins, r.cache = ps, lru.New[SessionKey, Catalog](maxCached)
+	return nil
+}
+
+// persistsPins reports whether a PinStore is attached.
+func (r *Registry) persistsPins() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pins != nil
+}
+
+// CachedSessions is the number of sessions whose pinned catalog is held in memory now.
+func (r *Registry) CachedSessions() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.cache != nil {
+		return r.cache.Len()
+	}
+	return len(r.memory)
+}
+
+// Pin returns the catalog of session k, pinning the current one on first use: the
+// registered tools visible to k's tenant, by name and schema_sha256. With a PinStore
+// the pin is written once, in the store (the first writer of any process wins), and
+// read back from it by every process and after every restart, so a session sees one
+// catalog wherever it is served; memory holds a bounded cache of catalogs, and
+// dropping one changes nothing the session sees. A pinned definition is resolved to
+// the registered tool of that name and hash, else to the definition this process
+// retired (replaced or withdrawn) with that hash, else to a placeholder that names the
+// tool, carries the pinned hash and says it is no longer served — never to another
+// definition, so a changed description reaches no running session (MCP-7). Every call
+// of a placeholder answers tool_changed or tool_withdrawn, as for the definition itself.
+//
+// A call that names no session (k.ID "") has nothing to pin to: it sees the current
+// catalog of its tenant, and nothing is stored or kept for it.
+func (r *Registry) Pin(ctx context.Context, k SessionKey) (Catalog, error) {
+	if k.ID == "" {
+		return r.currentCatalog(k.Tenant), nil
+	}
+	for attempt := 0; ; attempt++ {
+		r.mu.RLock()
+		ps, epoch := r.pins, r.epoch
+		var c Catalog
+		ok := false
+		if ps == nil {
+			c, ok = r.memory[k]
+		}
+		r.mu.RUnlock()
+		if ok {
+			return c, nil
+		}
+		if ps == nil {
+			return r.pinInMemory(k), nil
+		}
+		if c, ok := r.cache.Get(k); ok {
+			return c, nil
+		}
+		pins, pinned, err := ps.SessionPinsGet(ctx, k.Tenant, k.ID)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: read the pinned catalog of session %q: %w", k.ID, err)
+		}
+		if !pinned {
+			if pins, err = ps.SessionPinsCreate(ctx, k.Tenant, k.ID, r.currentPins(k.Tenant)); err != nil {
+				return nil, fmt.Errorf("runtime: pin the catalog of session %q: %w", k.ID, err)
+			}
+		}
+		c = r.catalogOf(pins)
+		// The check and the insert are one step against a forced epoch, which takes
+		// the write lock to re-pin the cache after writing the store: a catalog read
+		// before the epoch's write either sees the epoch moved here, or is in the
+		// cache when the epoch re-pins it.
+		r.mu.RLock()
+		if r.epoch != epoch && attempt < 3 {
+			r.mu.RUnlock()
+			continue
+		}
+		c = r.cache.AddIfAbsent(k, c)
+		r.mu.RUnlock()
+		return c, nil
+	}
+}
+
+// pinInMemory pins k's catalog without a PinStore.
+func (r *Registry) pinInMemory(k SessionKey) Catalog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.memory[k]; ok {
 		return c
 	}
-	c = make(Catalog, len(r.tools))
-	for name, reg := range r.tools {
-		c[name] = reg.spec
-	}
-	r.sessions[sessionID] = c
+	c := r.currentLocked(k.Tenant)
+	r.memory[k] = c
 	return c
 }
 
-// ForceEpoch re-pins a running session to the current catalog: the one explicit way
-// an operator changes what a session sees (MCP-7). Callers log and audit it.
-func (r *Registry) ForceEpoch(sessionID string) Catalog {
-	r.mu.Lock()
-	delete(r.sessions, sessionID)
-	r.mu.Unlock()
-	return r.Pin(sessionID)
+// currentCatalog is what a new session of tenant would pin.
+func (r *Registry) currentCatalog(tenant string) Catalog {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.currentLocked(tenant)
 }
 
-// ForceEpochServer re-pins, in every running session, the tools whose names start with
-// prefix ("mcp.<server>.") to the current catalog: new tools appear, withdrawn ones
-// leave, changed ones take their new definition; every other pin is untouched. It is
-// the operator's forced epoch for one server (MCP-7); callers log and audit it. It
+func (r *Registry) currentLocked(tenant string) Catalog {
+	c := make(Catalog, len(r.tools))
+	for name, reg := range r.tools {
+		if reg.spec.VisibleTo(tenant) {
+			c[name] = reg.spec
+		}
+	}
+	return c
+}
+
+// currentPins are the registered definitions a new session of tenant pins.
+func (r *Registry) currentPins(tenant string) []store.ToolPin {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	pins := make([]store.ToolPin, 0, len(r.tools))
+	for name, reg := range r.tools {
+		if reg.spec.VisibleTo(tenant) {
+			pins = append(pins, store.ToolPin{Tool: name, SHA256: reg.spec.SchemaSHA256})
+		}
+	}
+	return pins
+}
+
+// catalogOf resolves stored pins to definitions (see Pin).
+func (r *Registry) catalogOf(pins []store.ToolPin) Catalog {
+	c := make(Catalog, len(pins))
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, p := range pins {
+		if reg, ok := r.tools[p.Tool]; ok && reg.spec.SchemaSHA256 == p.SHA256 {
+			c[p.Tool] = reg.spec
+			continue
+		}
+		k := defKey{p.Tool, p.SHA256}
+		spec, ok := r.retired.Get(k)
+		if !ok {
+			// One placeholder per definition, so that caches keyed by the spec (the
+			// MCP server's wire forms) stay bounded by definitions, not by reloads.
+			spec = r.retired.AddIfAbsent(k, placeholder(p))
+		}
+		c[p.Tool] = spec
+	}
+	return c
+}
+
+// placeholder stands for a pinned definition this process does not know: it names
+// the tool and its pinned hash, describes nothing the tool's provider wrote, and is
+// classified at the most restrictive values. It is never executed: resolve refuses it
+// as tool_changed (another definition is registered) or tool_withdrawn (none is).
+func placeholder(p store.ToolPin) *ToolSpec {
+	return &ToolSpec{
+		Name: p.Tool, Kind: KindAction, SchemaSHA256: p.SHA256,
+		Description: "The definition of this tool that this session pinned is no longer served: " +
+			"calls are refused (tool_changed or tool_withdrawn). Start a new session to see the current catalog.",
+		SideEffect: SideEffectWrite, Idempotency: NonIdempotent, Risk: RiskCritical,
+		OutputTrust: TrustExternalUntrusted,
+	}
+}
+
+// retire keeps a definition that is being replaced or withdrawn, for the sessions
+// that pinned it. Call with r.mu held.
+func (r *Registry) retire(reg *registered) {
+	if reg != nil {
+		r.retired.Add(defKey{reg.spec.Name, reg.spec.SchemaSHA256}, reg.spec)
+	}
+}
+
+// ForceEpochServer re-pins, in every session, the tools whose names start with prefix
+// ("mcp.<server>.") to the current catalog: new tools appear, withdrawn ones leave,
+// changed ones take their new definition; every other pin is untouched. It is the
+// operator's forced epoch for one server (MCP-7); callers log and audit it. With a
+// PinStore it rewrites the pins of every session on the store (each serving process
+// applies the same epoch, to the same effect) and the catalogs held in memory; it
 // returns the number of sessions re-pinned.
-func (r *Registry) ForceEpochServer(prefix string) int {
+func (r *Registry) ForceEpochServer(ctx context.Context, prefix string) (int, error) {
+	r.mu.RLock()
+	ps := r.pins
+	var pins []store.ToolPin
+	tenant, mixed := "", false
+	for name, reg := range r.tools {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		pins = append(pins, store.ToolPin{Tool: name, SHA256: reg.spec.SchemaSHA256})
+		switch {
+		case len(pins) == 1:
+			tenant = reg.spec.Tenant
+		case tenant != reg.spec.Tenant:
+			mixed = true
+		}
+	}
+	r.mu.RUnlock()
+	if mixed {
+		tenant = "" // every session gets the pins; VisibleTo still hides what is not its tenant's
+	}
+	n := 0
+	if ps != nil {
+		// The store first: a session read from it after this point is re-pinned already,
+		// and one read before is in the cache when the cache is re-pinned below (Pin).
+		var err error
+		if n, err = ps.SessionPinsForceEpoch(ctx, store.PinEpoch{Prefix: prefix, Pins: pins, Tenant: tenant}); err != nil {
+			return 0, fmt.Errorf("runtime: forced epoch of %s: %w", prefix, err)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, old := range r.sessions {
+	r.epoch++
+	repin := func(k SessionKey, old Catalog) Catalog {
 		c := make(Catalog, len(old))
 		for name, spec := range old {
 			if !strings.HasPrefix(name, prefix) {
@@ -237,13 +475,20 @@ func (r *Registry) ForceEpochServer(prefix string) int {
 			}
 		}
 		for name, reg := range r.tools {
-			if strings.HasPrefix(name, prefix) {
+			if strings.HasPrefix(name, prefix) && reg.spec.VisibleTo(k.Tenant) {
 				c[name] = reg.spec
 			}
 		}
-		r.sessions[id] = c // a new map: a Catalog handed out is never mutated
+		return c // a new map: a Catalog handed out is never mutated
 	}
-	return len(r.sessions)
+	for k, old := range r.memory {
+		r.memory[k] = repin(k, old)
+	}
+	if ps == nil {
+		return len(r.memory), nil
+	}
+	r.cache.Update(repin)
+	return n, nil
 }
 
 // Current lists the registered definitions, sorted by name, without pinning anything:
@@ -274,45 +519,59 @@ func (r *Registry) ToolRefs() []store.ToolRef {
 	return out
 }
 
-// Tools lists the definitions a session sees, sorted by name: its pinned catalog,
+// Tools lists the definitions session k sees, sorted by name: its pinned catalog,
 // including withdrawn and changed tools, which stay advertised as pinned.
-func (r *Registry) Tools(sessionID string) []*ToolSpec {
-	c := r.Pin(sessionID)
+func (r *Registry) Tools(ctx context.Context, k SessionKey) ([]*ToolSpec, error) {
+	c, err := r.Pin(ctx, k)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*ToolSpec, 0, len(c))
 	for _, spec := range c {
 		out = append(out, spec)
 	}
 	slices.SortFunc(out, func(a, b *ToolSpec) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, nil
 }
 
-// resolve is step 1: the tool a session may call under name, or the reason it may not.
-func (r *Registry) resolve(sessionID, name string) (*registered, ReasonCode) {
-	pinned, ok := r.Pin(sessionID)[name]
+// resolve is step 1: the tool session k may call under name, or the reason it may not.
+// The error is the store's (the pin could not be read or written).
+func (r *Registry) resolve(ctx context.Context, k SessionKey, name string) (*registered, ReasonCode, error) {
+	c, err := r.Pin(ctx, k)
+	if err != nil {
+		return nil, "", err
+	}
+	pinned, ok := c[name]
 	if !ok {
-		return nil, ReasonUnknownTool
+		return nil, ReasonUnknownTool, nil
 	}
 	r.mu.RLock()
 	reg, ok := r.tools[name]
 	r.mu.RUnlock()
 	switch {
 	case !ok:
-		return nil, ReasonToolWithdrawn
+		return nil, ReasonToolWithdrawn, nil
 	case reg.spec.SchemaSHA256 != pinned.SchemaSHA256:
-		return nil, ReasonToolChanged
+		return nil, ReasonToolChanged, nil
 	}
-	return reg, ""
+	return reg, "", nil
 }
 
-// knows reports whether name is registered, or pinned in session's catalog (which only
-// the registry fills): a name from a bounded set, fit for a metric label or a span.
-func (r *Registry) knows(sessionID, name string) bool {
+// knows reports whether name is registered, or pinned in the session's catalog as this
+// process holds it (only the registry fills catalogs; the store is not read): a name
+// from a bounded set, fit for a metric label or a span.
+func (r *Registry) knows(k SessionKey, name string) bool {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if _, ok := r.tools[name]; ok {
+	_, ok := r.tools[name]
+	c := r.memory[k]
+	r.mu.RUnlock()
+	if ok {
 		return true
 	}
-	_, ok := r.sessions[sessionID][name]
+	if c == nil && r.cache != nil {
+		c, _ = r.cache.Get(k)
+	}
+	_, ok = c[name]
 	return ok
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/toolgen/toolgen/internal/names"
 )
 
-var deviceKeys = []string{"device_id", "description", "token_sha256", "classification", "allow_tools"}
+var deviceKeys = []string{"device_id", "description", "tenant", "token_sha256", "classification", "allow_tools"}
 
 // tokenSHA256 is a SHA-256 digest in lower-case hex: the only form of a device's token a
 // spec file may hold.
@@ -23,6 +23,11 @@ type Device struct {
 	File        string
 	DeviceID    string
 	Description string
+	// Tenant is the tenant the device belongs to (required): its tools exist for that
+	// tenant's principals only — another tenant's call is unknown_tool and its
+	// tools/list leaves them out (ID-2) — and its connection's audit entries and events
+	// are that tenant's.
+	Tenant string
 	// TokenSHA256 is the SHA-256 (lower-case hex) of the device's bearer token. The
 	// token itself is never in a file.
 	TokenSHA256 string
@@ -70,6 +75,21 @@ func loadDevice(r reporter, rel string, data []byte) *Device {
 		}
 	}
 	d.Description, _ = m.str("description")
+	// A device is a user's machine, holding that user's files: which tenant may call it
+	// is not a default anybody should get by leaving a key out.
+	if !m.has("tenant") {
+		at := posOf(m.node)
+		if m.has("device_id") {
+			at = m.keyAt("device_id")
+		}
+		r.errorf(at, "DEV-2", "a device names the tenant it belongs to (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
+	} else if t, ok := m.requiredStr("tenant", "device"); ok {
+		if !tenantName.MatchString(t) {
+			r.errorf(m.at("tenant"), "DEV-2", "tenant %q must match %s", t, tenantName)
+		} else {
+			d.Tenant = t
+		}
+	}
 	if sum, ok := m.requiredStr("token_sha256", "device"); ok {
 		if !tokenSHA256.MatchString(sum) {
 			r.errorf(m.at("token_sha256"), "DEV-2", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), found %d characters", len(sum))

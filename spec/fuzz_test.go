@@ -191,6 +191,7 @@ transport:
 `,
 	"devices/lab.yaml": `device_id: lab
 description: A lab machine serving its own tools.
+tenant: acme
 token_sha256: f4e1e1a5b0d1d4c2c3a0a5b5e4f1c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3
 classification: {side_effect: read, risk: low, idempotency: idempotent, required_scopes: [device.lab]}
 allow_tools: [search_notes]

@@ -432,6 +432,7 @@ const deviceHash = "f4e1e1a5b0d1d4c2c3a0a5b5e4f1c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1
 
 const validDevice = `device_id: laptop_ana
 description: Ana's laptop, serving her local notes server.
+tenant: acme
 token_sha256: ` + deviceHash + `
 classification:
   side_effect: read
@@ -610,17 +611,19 @@ func schemaCases() []schemaCase {
 		{kind: "server", name: "bad resources", doc: "server_id: res\nconfigured_by: operator\ntransport: {stdio: {command: x}}\nresources: show\n"},
 
 		{kind: "device", name: "valid device", valid: true, doc: validDevice},
-		{kind: "device", name: "unclassified device", valid: true, doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\n"},
-		{kind: "device", name: "device allowing nothing", valid: true, doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: []\n"},
-		{kind: "device", name: "device with its token", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\ntoken: s3cret\n"},
-		{kind: "device", name: "device without a token hash", doc: "device_id: lab\n"},
-		{kind: "device", name: "upper-case token hash", doc: "device_id: lab\ntoken_sha256: " + strings.ToUpper(deviceHash) + "\n"},
-		{kind: "device", name: "short token hash", doc: "device_id: lab\ntoken_sha256: abc\n"},
-		{kind: "device", name: "device_id with a dot", doc: "device_id: my.laptop\ntoken_sha256: " + deviceHash + "\n"},
-		{kind: "device", name: "empty allowed tool", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: [\"\"]\n"},
-		{kind: "device", name: "allowed tool twice", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nallow_tools: [echo, echo]\n"},
-		{kind: "device", name: "device none but non_idempotent", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\nclassification: {side_effect: none, idempotency: non_idempotent}\n"},
-		{kind: "device", name: "device with a transport", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\ntransport: {stdio: {command: x}}\n"},
+		{kind: "device", name: "unclassified device", valid: true, doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\n"},
+		{kind: "device", name: "device allowing nothing", valid: true, doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\nallow_tools: []\n"},
+		{kind: "device", name: "device with its token", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\ntoken: s3cret\n"},
+		{kind: "device", name: "device without a token hash", doc: "device_id: lab\ntenant: acme\n"},
+		{kind: "device", name: "upper-case token hash", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + strings.ToUpper(deviceHash) + "\n"},
+		{kind: "device", name: "short token hash", doc: "device_id: lab\ntenant: acme\ntoken_sha256: abc\n"},
+		{kind: "device", name: "device_id with a dot", doc: "device_id: my.laptop\ntenant: acme\ntoken_sha256: " + deviceHash + "\n"},
+		{kind: "device", name: "empty allowed tool", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\nallow_tools: [\"\"]\n"},
+		{kind: "device", name: "allowed tool twice", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\nallow_tools: [echo, echo]\n"},
+		{kind: "device", name: "device none but non_idempotent", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\nclassification: {side_effect: none, idempotency: non_idempotent}\n"},
+		{kind: "device", name: "device with a transport", doc: "device_id: lab\ntenant: acme\ntoken_sha256: " + deviceHash + "\ntransport: {stdio: {command: x}}\n"},
+		{kind: "device", name: "device without a tenant", doc: "device_id: lab\ntoken_sha256: " + deviceHash + "\n"},
+		{kind: "device", name: "device with a bad tenant", doc: "device_id: lab\ntenant: Acme Corp\ntoken_sha256: " + deviceHash + "\n"},
 
 		{kind: "principals", name: "valid principals", valid: true, doc: validPrincipals},
 		{kind: "principals", name: "empty principals", valid: true, doc: "{}\n"},

@@ -9,7 +9,10 @@
 //
 // Besides testscript's own commands, scripts may use "exitcode N program [args...]",
 // which runs program like exec and requires exit status N (toolgen exits 1 on
-// findings and 2 on usage or I/O errors; "! exec" cannot tell them apart).
+// findings and 2 on usage or I/O errors; "! exec" cannot tell them apart), and
+// host/hosttest's "mcp" (a go-sdk MCP client: list, call), "freeport NAME" and
+// "pgschema NAME" (a fresh PostgreSQL schema, with [pg]), which the sec14_ attack
+// scripts use to drive several toolrun processes with the tokens of two tenants.
 //
 // Scripts that build Go code (the external-module scripts) use the machine's go
 // command and module cache offline; they are skipped with -short.

@@ -33,6 +33,7 @@ import (
 
 	"github.com/toolgen/toolgen/host"
 	"github.com/toolgen/toolgen/host/hostcli"
+	"github.com/toolgen/toolgen/host/hosttest"
 	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/internal/toolgencli"
 )
@@ -104,6 +105,11 @@ func TestScripts(t *testing.T) {
 			"issuer":     cmdIssuer,
 			"httpget":    cmdHTTPGet,
 			"envfile":    cmdEnvFile,
+			// hosttest's go-sdk client and fresh PostgreSQL schemas, for scripts that
+			// need no node (the sec14_ attacks).
+			"mcp":      hosttest.Commands()["mcp"],
+			"pgschema": hosttest.Commands()["pgschema"],
+			"freeport": hosttest.Commands()["freeport"],
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.

@@ -334,7 +334,7 @@ func table(w io.Writer, header []string, rows [][]string) error {
 
 func runCall(e *env, cmd string, args []string) int {
 	fs, c := newFlags(cmd, e)
-	session := fs.String("session", "cli", "session id")
+	session := fs.String("session", "", `session id (default "cli", a session that pins no catalog: every call sees the current one)`)
 	run := fs.String("run", "", "run id (default: the session id)")
 	step := fs.Int("step", 0, "step number")
 	callID := fs.String("call-id", "", "call id (default: derived from the tool and its arguments)")

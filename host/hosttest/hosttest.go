@@ -27,7 +27,8 @@
 //	mcp URL list                                 tools/list over Streamable HTTP (wire names, one per line)
 //	mcp URL call TOOL JSON                       tools/call; stdout is the result (see below); fails unless it succeeded
 //	mcp --stdio 'PROG ARGS' list|call ...         the same, to a program started on stdio
-//	    flags before URL: --session S (io.toolgen/session_id), --token-file F (bearer token)
+//	    flags before URL: --session S (io.toolgen/session_id), --run R (io.toolgen/run_id),
+//	    --token-file F (bearer token)
 //	waitmcp URL                                  wait (at most 60 s) until an MCP server answers at URL
 //	retryuntil REGEXP PROG ARGS...               run PROG (as exec) until its stdout matches, at most 60 s
 //	freeport NAME                                set $NAME to a free TCP port on 127.0.0.1
@@ -38,7 +39,8 @@
 // line per content item (`[trust] text`), then `structured: JSON` when the result has
 // structured content. A call refused by the pipeline (denied, failed, unavailable,
 // uncertain) fails the command, so scripts write `! mcp URL call ...` for it; a lost
-// connection fails it too, with the transport's error on stderr.
+// connection, or a request the server refuses (a JSON-RPC error), fails it too, with
+// the error on stderr. `! mcp URL list` expects the list to be refused.
 //
 // hosttest is for tests only: production code must never import it.
 package hosttest
@@ -152,8 +154,8 @@ func Condition(cond string) (bool, error) {
 const wait = 60 * time.Second
 
 func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "usage: mcp [--session S] [--token-file F] (URL | --stdio 'PROG ARGS') list | call TOOL JSON"
-	var session, token, stdio string
+	const usage = "usage: mcp [--session S] [--run R] [--token-file F] (URL | --stdio 'PROG ARGS') list | call TOOL JSON"
+	var session, run, token, stdio string
 	for len(args) > 0 && strings.HasPrefix(args[0], "--") {
 		if len(args) < 2 {
 			ts.Fatalf(usage)
@@ -161,6 +163,8 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		switch args[0] {
 		case "--session":
 			session = args[1]
+		case "--run":
+			run = args[1]
 		case "--token-file":
 			token = strings.TrimSpace(ts.ReadFile(args[1]))
 		case "--stdio":
@@ -203,14 +207,26 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	defer cs.Close()
 	var meta mcp.Meta
-	if session != "" {
-		meta = mcp.Meta{"io.toolgen/session_id": session}
+	for k, v := range map[string]string{"io.toolgen/session_id": session, "io.toolgen/run_id": run} {
+		if v != "" {
+			if meta == nil {
+				meta = mcp.Meta{}
+			}
+			meta[k] = v
+		}
 	}
 	switch {
 	case args[0] == "list" && len(args) == 1:
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Meta: meta})
 		if err != nil {
-			ts.Fatalf("mcp list: %v", err)
+			fmt.Fprintf(ts.Stderr(), "mcp list: %v\n", err)
+			if !neg {
+				ts.Fatalf("mcp list: %v", err)
+			}
+			return
+		}
+		if neg {
+			ts.Fatalf("mcp list succeeded")
 		}
 		for _, t := range res.Tools {
 			fmt.Fprintln(ts.Stdout(), t.Name)

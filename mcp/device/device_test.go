@@ -38,7 +38,7 @@ func digest(token string) string {
 // deviceFile loads a devices/ID.yaml through the spec loader.
 func deviceFile(t *testing.T, id, token, classification, extra string) *spec.Device {
 	t.Helper()
-	doc := fmt.Sprintf("device_id: %s\ntoken_sha256: %s\nclassification: %s\n%s", id, digest(token), classification, extra)
+	doc := fmt.Sprintf("device_id: %s\ntenant: acme\ntoken_sha256: %s\nclassification: %s\n%s", id, digest(token), classification, extra)
 	d, diags := spec.LoadDevice("devices/"+id+".yaml", "devices/"+id+".yaml", []byte(doc))
 	if len(diags) > 0 || d == nil {
 		t.Fatalf("device file: %v", diags)
@@ -329,7 +329,7 @@ func TestDeviceLoss(t *testing.T) {
 	r.waitOnline("lab", false)
 
 	// Offline: still advertised to the session, device_offline.
-	if tools := r.reg.Tools("s1"); len(tools) == 0 {
+	if tools, err := r.reg.Tools(context.Background(), runtime.SessionKey{Tenant: "acme", ID: "s1"}); err != nil || len(tools) == 0 {
 		t.Fatal("offline device's tools are no longer advertised")
 	}
 	want(t, r.call("s1", "device.lab.echo", `{}`), runtime.OutcomeUnavailable, runtime.ReasonDeviceOffline)
@@ -371,4 +371,53 @@ func TestDeviceLoss(t *testing.T) {
 	w.Close()
 	o = <-done
 	want(t, o, runtime.OutcomeUncertain, runtime.ReasonEffectMayHaveHappened)
+}
+
+// TestDeviceBelongsToItsTenant: a device's tools exist for the tenant its file names
+// only (issue 14, finding 10): another tenant's call is unknown_tool, as for a tool
+// that does not exist, and the connection's audit entries and events are the device's
+// tenant's.
+func TestDeviceBelongsToItsTenant(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.connect("lab", labToken, localServer(nil)); err != nil {
+		t.Fatal(err)
+	}
+	r.waitOnline("lab", true)
+	for _, tool := range r.reg.Current() {
+		if strings.HasPrefix(tool.Name, "device.lab.") && tool.Tenant != "acme" {
+			t.Errorf("%s registered for tenant %q, want acme", tool.Name, tool.Tenant)
+		}
+	}
+	other := runtime.Principal{ID: "mallory", Tenant: "globex", Scopes: principal.Scopes}
+	o, err := r.p.Execute(r.ctx, runtime.Call{Tenant: "globex", Principal: other, SessionID: "g1", RunID: "g1",
+		CallID: "c1", Tool: "device.lab.echo", Args: json.RawMessage(`{"text":"the notes"}`),
+		ContextTrust: []runtime.Trust{runtime.TrustUser}, ArgumentTrust: runtime.TrustUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, o, runtime.OutcomeDenied, runtime.ReasonUnknownTool)
+	tools, err := r.reg.Tools(r.ctx, runtime.SessionKey{Tenant: "globex", ID: "g1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range tools {
+		if strings.HasPrefix(s.Name, "device.") {
+			t.Errorf("globex's catalog holds %s", s.Name)
+		}
+	}
+	want(t, r.call("a1", "device.lab.echo", `{"text":"mine"}`), runtime.OutcomeSucceeded, "")
+	for _, e := range r.audit(device.AuditConnected) {
+		if e.Tenant != "acme" {
+			t.Errorf("device_connected audited in tenant %q, want acme", e.Tenant)
+		}
+	}
+	evs, err := r.store.EventList(r.ctx, store.EventFilter{Tenant: "globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if strings.HasPrefix(e.Tool, "device.") {
+			t.Errorf("globex's event stream shows %s %s", e.Kind, e.Tool)
+		}
+	}
 }

@@ -42,6 +42,11 @@
 //     tools would trust it with them. Normalization alone would keep the name inside
 //     device.{id}.; the refusal makes the attempt visible (audit reason
 //     tool_outside_namespace).
+//   - A device belongs to the tenant its file names (required): its tools are registered
+//     for that tenant only (runtime.ToolSpec.Tenant), so another tenant's tools/list
+//     leaves them out and its calls are unknown_tool, as for a tool that does not exist;
+//     its connections' audit entries and events carry that tenant. Refusals of an id no
+//     file names are the operator's (Options.Tenant).
 //   - allow_tools filters what the device lists; tools not on it are ignored (logged).
 //   - A device that disconnects keeps its tools registered and advertised: calls fail
 //     unavailable/device_offline before anything is sent, and a call in flight when the

@@ -60,7 +60,9 @@ type Options struct {
 	Registry *runtime.Registry
 	// Store records the catalog history and the audit entries. Required.
 	Store store.Store
-	// Tenant is the tenant of the gateway's audit entries (the operator's).
+	// Tenant is the tenant of the audit entries of refusals no device file accounts for
+	// (an unknown device id): the operator's. Everything about a known device — its
+	// tools, its connections' audit entries and events — is the tenant its file names.
 	Tenant string
 	// Logger receives the gateway's log lines; nil discards them.
 	Logger *slog.Logger
@@ -117,8 +119,8 @@ func NewGateway(opts Options) (*Gateway, error) {
 		g.log.Warn("device refusals counted, not audited one by one", "reason", detail["reason"], "device_id", id, "count", detail["count"])
 	})
 	for _, d := range opts.Devices {
-		if d == nil || d.DeviceID == "" || d.TokenSHA256 == "" || d.Server == nil {
-			return nil, fmt.Errorf("device: a device file without device_id, token_sha256 or classification: %+v", d)
+		if d == nil || d.DeviceID == "" || d.TokenSHA256 == "" || d.Server == nil || d.Tenant == "" {
+			return nil, fmt.Errorf("device: a device file without device_id, tenant, token_sha256 or classification: %+v", d)
 		}
 		g.devices[d.DeviceID] = d
 	}
@@ -222,7 +224,7 @@ func (g *Gateway) connect(ctx context.Context, d *spec.Device, t mcp.Transport, 
 	if up == nil {
 		up, err = upstream.Connect(ctx, upstream.Options{
 			Server: d.Server, Domain: upstream.DeviceDomain, Transport: t,
-			Registry: g.opts.Registry, Store: g.opts.Store, Tenant: g.opts.Tenant,
+			Registry: g.opts.Registry, Store: g.opts.Store, Tenant: d.Tenant, // its tools are its tenant's alone
 			Logger:         g.log.With("device_id", d.DeviceID),
 			ToolTimeout:    g.opts.ToolTimeout,
 			OutputMaxBytes: g.opts.OutputMaxBytes,
@@ -420,16 +422,26 @@ func (g *Gateway) audit(ctx context.Context, kind, id string, detail map[string]
 	if id != "" && names.Segment.MatchString(id) && len(id) <= names.MaxBytes {
 		tool = upstream.DeviceDomain + "." + id
 	}
-	if _, err := g.opts.Store.AuditAppend(context.WithoutCancel(ctx), store.AuditEntry{Tenant: g.opts.Tenant, Kind: kind, Tool: tool, Detail: b}); err != nil {
+	if _, err := g.opts.Store.AuditAppend(context.WithoutCancel(ctx), store.AuditEntry{Tenant: g.tenantOf(id), Kind: kind, Tool: tool, Detail: b}); err != nil {
 		g.log.Error("device audit entry not written", "kind", kind, "error", err)
 	}
+}
+
+// tenantOf is the tenant a device's audit entries and events belong to: its file's, so
+// that its tenant's operators see its connections and other tenants do not; the
+// operator's for an id no file names.
+func (g *Gateway) tenantOf(id string) string {
+	if d := g.devices[id]; d != nil {
+		return d.Tenant
+	}
+	return g.opts.Tenant
 }
 
 // event appends a device event to the stream (EV-1): the device and its tool namespace,
 // nothing the device said.
 func (g *Gateway) event(ctx context.Context, kind, id string) {
 	if _, err := g.opts.Store.EventAppend(context.WithoutCancel(ctx), store.Event{
-		Kind: kind, Tenant: g.opts.Tenant, Server: id, Tool: upstream.DeviceDomain + "." + id,
+		Kind: kind, Tenant: g.tenantOf(id), Server: id, Tool: upstream.DeviceDomain + "." + id,
 	}); err != nil {
 		g.log.Error("device event not written", "kind", kind, "error", err)
 	}

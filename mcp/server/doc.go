@@ -51,6 +51,18 @@
 // tools/list honours io.toolgen/session_id the same way. A malformed id is a JSON-RPC
 // invalid-params error: it is the client's protocol mistake, not a call.
 //
+// # Whose session (SES-1)
+//
+// A session id belongs to the tenant that used it first, recorded in the store
+// (Options.Sessions, the pipeline's store by default): the claim is atomic across every
+// process on the store and survives restarts, and ownership never moves. A request of
+// another tenant naming the id — in _meta, or as the HTTP session — is refused with one
+// invalid-params error, the same whoever owns the session, that names neither the owner
+// nor anything of the session. Owners are cached in memory, bounded by
+// Options.MaxCachedSessions; an owner never changes, so an entry is never stale and an
+// evicted one is read again. Behind the claim, the pinned catalog and the mode are keyed
+// by (tenant, session) anyway.
+//
 // Consequence: without _meta ids, the same call with the same arguments in the same
 // session is the same call (the same idempotency key). A retry finds its recorded
 // outcome, or its pending approval and the decision on it (POL-3), and does not run

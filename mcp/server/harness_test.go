@@ -74,7 +74,7 @@ type fakeModes struct {
 	panic bool
 }
 
-func (m *fakeModes) ActiveMode(_ context.Context, _ string, tool string) (string, bool, error) {
+func (m *fakeModes) ActiveMode(_ context.Context, _, _ string, tool string) (string, bool, error) {
 	if m.panic {
 		panic("resolver bug")
 	}
@@ -373,6 +373,6 @@ func keyOf(t *testing.T, res *mcp.CallToolResult, tool, canonicalArgs string) st
 // failingStore is a store whose breaker read fails: Execute returns an error.
 type failingStore struct{ store.Store }
 
-func (failingStore) InvocationBreakerCounts(context.Context, string, string) (store.BreakerCounts, error) {
+func (failingStore) InvocationBreakerCounts(context.Context, string, string, string) (store.BreakerCounts, error) {
 	return store.BreakerCounts{}, errors.New("disk on fire at /var/lib/secret.db")
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgen/toolgen/runtime"
@@ -68,17 +69,41 @@ func DerivedCallID(tool string, args json.RawMessage) string {
 
 // sessionOf is the session a request belongs to: _meta io.toolgen/session_id, else the
 // connection's default (Serve), else the MCP session id (HTTP Mcp-Session-Id).
+//
+// A session belongs to the tenant that used it first, in the store (SES-1): the claim
+// is atomic across every process on the store and survives restarts, and ownership
+// never moves. Another tenant naming the id gets [errSessionUnavailable], which says
+// nothing of the session — not whose it is, not its mode or its tools — and is the
+// same whoever owns it. (That the id is taken is the one thing a first-use-wins name
+// cannot hide; ids a client did not choose — Mcp-Session-Id, a connection's — are
+// random.) Besides, every session-keyed state is keyed by (tenant, session), so even
+// a claim bypassed would reach no state of the owner's.
 func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
 	id, err := s.sessionID(ctx, ss, meta)
 	if err != nil {
 		return "", err
 	}
-	// A session belongs to the tenant that used it first (ID-2): another tenant naming
-	// it in _meta would read its pinned catalog and its mode, and move its mode.
-	if owner, loaded := s.owners.LoadOrStore(id, tenant); loaded && owner.(string) != tenant {
-		return "", invalidParams("session %q belongs to another tenant", id)
+	if owner, ok := s.owners.Get(id); ok {
+		if owner != tenant {
+			return "", errSessionUnavailable(id)
+		}
+		return id, nil
 	}
+	owned, err := s.opts.Sessions.SessionClaim(ctx, tenant, id)
+	if err != nil {
+		s.log.Error("mcp/server: the session's owner could not be read or recorded", "error", err)
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+	}
+	if !owned {
+		return "", errSessionUnavailable(id)
+	}
+	s.owners.Add(id, tenant)
 	return id, nil
+}
+
+// errSessionUnavailable refuses a session id the caller's tenant does not own.
+func errSessionUnavailable(id string) error {
+	return invalidParams("session %q cannot be used with these credentials; name another session in _meta %q", logName(id), MetaSessionID)
 }
 
 func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {

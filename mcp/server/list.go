@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/runtime"
 )
@@ -35,8 +35,8 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	}
 	tools, mode, err := s.visibleTools(ctx, session, principal.Tenant)
 	if err != nil {
-		s.log.Error("mcp/server: tools/list: active mode", "session_id", session, "error", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session's active mode could not be read"}
+		s.log.Error("mcp/server: tools/list: the session's pinned catalog or active mode", "session_id", session, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session's catalog or active mode could not be read"}
 	}
 	start := 0
 	if cursor != "" {
@@ -69,19 +69,22 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 func (s *Server) visibleTools(ctx context.Context, session, tenant string) ([]*mcp.Tool, string, error) {
 	var out []*mcp.Tool
 	var mode string
-	specs := slices.DeleteFunc(s.opts.Registry.Tools(session), func(t *runtime.ToolSpec) bool { return !t.VisibleTo(tenant) })
+	pinned, err := s.opts.Registry.Tools(ctx, runtime.SessionKey{Tenant: tenant, ID: session})
+	if err != nil {
+		return nil, "", fmt.Errorf("pinned catalog: %w", err)
+	}
+	specs := slices.DeleteFunc(pinned, func(t *runtime.ToolSpec) bool { return !t.VisibleTo(tenant) })
 	perTool := s.opts.Modes != nil
 	if lister, ok := s.opts.Modes.(modeLister); ok {
 		// The session's mode is read once for the whole list, not once per tool.
-		var err error
-		if specs, mode, err = listedSpecs(ctx, lister, session, specs); err != nil {
+		if specs, mode, err = listedSpecs(ctx, lister, tenant, session, specs); err != nil {
 			return nil, "", err
 		}
 		perTool = false
 	}
 	for _, spec := range specs {
 		if perTool {
-			m, in, err := s.opts.Modes.ActiveMode(ctx, session, spec.Name)
+			m, in, err := s.opts.Modes.ActiveMode(ctx, tenant, session, spec.Name)
 			if err != nil {
 				return nil, "", fmt.Errorf("active mode of %s: %w", spec.Name, err)
 			}
@@ -103,13 +106,13 @@ func (s *Server) visibleTools(ctx context.Context, session, tenant string) ([]*m
 // modeLister is a ModeResolver that can resolve a session's mode once for a whole list
 // (protocol.Runtime does).
 type modeLister interface {
-	Mode(ctx context.Context, sessionID string) (string, error)
-	ToolsFor(ctx context.Context, sessionID string, all []string) ([]string, error)
+	Mode(ctx context.Context, tenant, sessionID string) (string, error)
+	ToolsFor(ctx context.Context, tenant, sessionID string, all []string) ([]string, error)
 }
 
 // listedSpecs keeps the specs whose tools the session's active mode exposes.
-func listedSpecs(ctx context.Context, l modeLister, session string, specs []*runtime.ToolSpec) ([]*runtime.ToolSpec, string, error) {
-	mode, err := l.Mode(ctx, session)
+func listedSpecs(ctx context.Context, l modeLister, tenant, session string, specs []*runtime.ToolSpec) ([]*runtime.ToolSpec, string, error) {
+	mode, err := l.Mode(ctx, tenant, session)
 	if err != nil {
 		return nil, "", fmt.Errorf("active mode: %w", err)
 	}
@@ -117,7 +120,7 @@ func listedSpecs(ctx context.Context, l modeLister, session string, specs []*run
 	for i, spec := range specs {
 		all[i] = spec.Name
 	}
-	keep, err := l.ToolsFor(ctx, session, all)
+	keep, err := l.ToolsFor(ctx, tenant, session, all)
 	if err != nil {
 		return nil, "", fmt.Errorf("active mode: %w", err)
 	}
@@ -132,19 +135,23 @@ func listedSpecs(ctx context.Context, l modeLister, session string, specs []*run
 }
 
 // toolCache keeps the wire form of each pinned definition: specs are immutable once
-// registered, so the pointer names the definition.
+// registered, so the pointer names the definition. It is bounded (maxWireTools): a
+// definition evicted is rendered again when listed.
 type toolCache struct {
-	m sync.Map // *runtime.ToolSpec -> *mcp.Tool (nil when the tool cannot be listed)
+	m *lru.Cache[*runtime.ToolSpec, wireEntry] // the tool is nil when it cannot be listed
 }
+
+// maxWireTools bounds toolCache: every definition registered and retired, with room.
+const maxWireTools = 2 * runtime.MaxRetiredDefinitions
 
 type wireEntry struct{ tool *mcp.Tool }
 
 func (c *toolCache) wire(spec *runtime.ToolSpec, s *Server) *mcp.Tool {
-	if e, ok := c.m.Load(spec); ok {
-		return e.(wireEntry).tool
+	if e, ok := c.m.Get(spec); ok {
+		return e.tool
 	}
 	t := s.wireTool(spec)
-	c.m.Store(spec, wireEntry{t})
+	c.m.Add(spec, wireEntry{t})
 	return t
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgen/toolgen/mcp/server"
+	"github.com/toolgen/toolgen/runtime"
 )
 
 func listNames(t *testing.T, cs *mcp.ClientSession, meta mcp.Meta) []string {
@@ -73,8 +74,8 @@ func TestList_NoProtocolListsCatalog(t *testing.T) {
 			t.Errorf("tools/list %v lacks %s", got, name)
 		}
 	}
-	if len(got) != len(e.reg.Tools("any")) {
-		t.Errorf("tools/list has %d tools, the catalog %d", len(got), len(e.reg.Tools("any")))
+	if n := len(catalog(t, e, "any")); len(got) != n {
+		t.Errorf("tools/list has %d tools, the catalog %d", len(got), n)
 	}
 }
 
@@ -83,8 +84,8 @@ func TestList_Pagination(t *testing.T) {
 	e := newEnv(t, envConfig{noModes: true, opts: func(o *server.Options) { o.PageSize = 2 }})
 	cs := e.connectMemory("2025-11-25", nil)
 	got := listNames(t, cs, nil)
-	if !slices.IsSorted(got) || len(got) != len(e.reg.Tools("x")) {
-		t.Fatalf("paged list %v: sorted %v, %d of %d", got, slices.IsSorted(got), len(got), len(e.reg.Tools("x")))
+	if n := len(catalog(t, e, "x")); !slices.IsSorted(got) || len(got) != n {
+		t.Fatalf("paged list %v: sorted %v, %d of %d", got, slices.IsSorted(got), len(got), n)
 	}
 	_, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "!!not base64!!"})
 	var je *jsonrpc.Error
@@ -162,7 +163,7 @@ func TestList_MetaSessionIsPinned(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	cs := e.connectMemory("", nil)
 	listNames(t, cs, mcp.Meta{server.MetaSessionID: "named-session"})
-	if len(e.reg.Pin("named-session")) == 0 {
+	if len(catalog(t, e, "named-session")) == 0 {
 		t.Fatal("the named session has no pinned catalog")
 	}
 	res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Meta: mcp.Meta{server.MetaSessionID: "named-session"}})
@@ -179,4 +180,14 @@ func TestList_MetaSessionIsPinned(t *testing.T) {
 	}
 	b, _ := json.Marshal(je)
 	t.Logf("error: %s", b)
+}
+
+// catalog is the pinned catalog of alice's tenant's session (pinning it).
+func catalog(t *testing.T, e *env, session string) []*runtime.ToolSpec {
+	t.Helper()
+	tools, err := e.reg.Tools(context.Background(), runtime.SessionKey{Tenant: alice.Tenant, ID: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
 }

@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -76,6 +76,18 @@ type Options struct {
 	MaxMessageBytes int64
 	// PageSize is the most tools in one tools/list page; 0 means DefaultPageSize.
 	PageSize int
+	// Sessions records which tenant owns each session id (SES-1); nil means the
+	// Pipeline's store, which is what every process on that store must share.
+	Sessions SessionOwners
+	// MaxCachedSessions bounds the session owners kept in memory (the store holds
+	// them all); 0 means runtime.DefaultMaxCachedSessions.
+	MaxCachedSessions int
+}
+
+// SessionOwners records which tenant owns each session id: the first tenant to use
+// it, for ever (store.Store satisfies it).
+type SessionOwners interface {
+	SessionClaim(ctx context.Context, tenant, sessionID string) (owned bool, err error)
 }
 
 // Server serves a registry over MCP. It is safe for concurrent use: one Server serves
@@ -85,8 +97,9 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *mcp.Server
 	tools toolCache
-	// owners maps a session id to the tenant that used it first (sessionOf).
-	owners sync.Map
+	// owners caches session id -> owning tenant (sessionOf): an owner never changes,
+	// so an entry is never stale, and an evicted one is read from Options.Sessions again.
+	owners *lru.Cache[string, string]
 }
 
 // New returns a Server for opts.
@@ -117,11 +130,18 @@ func New(opts Options) (*Server, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
 	}
+	if opts.Sessions == nil {
+		opts.Sessions = opts.Pipeline.Store()
+	}
+	if opts.MaxCachedSessions <= 0 {
+		opts.MaxCachedSessions = runtime.DefaultMaxCachedSessions
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log}
+	s := &Server{opts: opts, log: log, owners: lru.New[string, string](opts.MaxCachedSessions),
+		tools: toolCache{m: lru.New[*runtime.ToolSpec, wireEntry](maxWireTools)}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger: log,
 		// Tools only, and no list_changed: lists are computed per request (see doc.go).
@@ -239,6 +259,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
+
+// CachedSessions is the number of session owners held in memory now (at most
+// Options.MaxCachedSessions).
+func (s *Server) CachedSessions() int { return s.owners.Len() }
 
 // invalidParams is the JSON-RPC error for a request this package cannot turn into a
 // list or a call.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/spec"
 )
 
@@ -143,7 +144,7 @@ func TestTenantRefusals(t *testing.T) {
 			t.Fatalf("Connect with a caller's HTTP client = %v", err)
 		}
 	})
-	if got := e.reg.Tools("s"); len(got) != 0 {
+	if got, _ := e.reg.Tools(e.ctx, runtime.SessionKey{Tenant: "acme", ID: "s"}); len(got) != 0 {
 		t.Errorf("a refused server registered tools: %v", got)
 	}
 }

@@ -27,7 +27,11 @@ func hname(remote string) string {
 // specs returns the tool definitions session sees, by name (it pins session).
 func specs(e *env, session string) map[string]*runtime.ToolSpec {
 	out := map[string]*runtime.ToolSpec{}
-	for _, s := range e.reg.Tools(session) {
+	tools, err := e.reg.Tools(e.ctx, runtime.SessionKey{Tenant: principal.Tenant, ID: session})
+	if err != nil {
+		panic(err) // the test's own store failed
+	}
+	for _, s := range tools {
 		out[s.Name] = s
 	}
 	return out

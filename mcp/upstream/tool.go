@@ -93,10 +93,11 @@ func (u *Upstream) toolSpec(name, description string, input, output json.RawMess
 	}
 }
 
-// tenantScope is the tenant a tenant-configured server's tools belong to (ID-2); ""
+// tenantScope is the tenant whose principals alone see and call the tools (ID-2): a
+// tenant-configured server's, or a device's (a device is one tenant's machine); ""
 // (every tenant) for an operator's server.
 func (u *Upstream) tenantScope() string {
-	if u.opts.Server.ConfiguredBy == "tenant" {
+	if u.opts.Server.ConfiguredBy == "tenant" || u.domain == DeviceDomain {
 		return u.opts.Tenant
 	}
 	return ""

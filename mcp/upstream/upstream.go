@@ -85,7 +85,9 @@ type Options struct {
 	// Egress is the guard of tenant-configured servers (MCP-4). Required when
 	// Server.ConfiguredBy is tenant; unused for operator servers.
 	Egress *Egress
-	// Tenant is the tenant a tenant-configured server belongs to; audit entries carry it.
+	// Tenant is the tenant a tenant-configured server, or a device, belongs to: only its
+	// principals see and call the tools (ID-2), and audit entries carry it. Required for
+	// both; an operator's server serves every tenant.
 	Tenant string
 	// Logger receives the adapter's log lines; nil discards them.
 	Logger *slog.Logger
@@ -267,6 +269,9 @@ func checkOptions(o *Options) error {
 	case DeviceDomain:
 		if o.Transport == nil || s.ConfiguredBy != "operator" {
 			return fmt.Errorf("upstream: device %s: a device's tools come over the connection it dialled (Options.Transport), configured by the operator", s.ServerID)
+		}
+		if o.Tenant == "" {
+			return fmt.Errorf("upstream: device %s: a device belongs to one tenant (Options.Tenant): only that tenant may see its tools", s.ServerID)
 		}
 	default:
 		return fmt.Errorf("upstream: Options.Domain %q: want %q or %q", o.Domain, Domain, DeviceDomain)

@@ -54,9 +54,9 @@ func (r *recorder) InvocationGetByKey(ctx context.Context, key string) (*store.I
 	return r.Store.InvocationGetByKey(ctx, key)
 }
 
-func (r *recorder) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
+func (r *recorder) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
 	r.add(storeCall{Method: "InvocationBreakerCounts", RunID: runID, ArgsHash: argsHash})
-	return r.Store.InvocationBreakerCounts(ctx, runID, argsHash)
+	return r.Store.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
 }
 
 func (r *recorder) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {

@@ -26,6 +26,7 @@ type MemStore struct {
 	byKey  map[string]*store.Invocation
 	byID   map[int64]*store.Invocation
 	nextID int64
+	pins   map[[2]string][]store.ToolPin // (tenant, session) -> pinned catalog
 }
 
 var _ store.Store = (*MemStore)(nil)
@@ -134,7 +135,7 @@ func (m *MemStore) InvocationSettleIfLeased(_ context.Context, f store.Fence, s 
 }
 
 // InvocationBreakerCounts always counts zero: the breaker never refuses.
-func (m *MemStore) InvocationBreakerCounts(context.Context, string, string) (store.BreakerCounts, error) {
+func (m *MemStore) InvocationBreakerCounts(context.Context, string, string, string) (store.BreakerCounts, error) {
 	return store.BreakerCounts{}, nil
 }
 
@@ -214,12 +215,45 @@ func (m *MemStore) InvocationList(context.Context, store.InvocationFilter) ([]*s
 	return nil, ErrNotImplemented
 }
 
-func (m *MemStore) SessionModeGet(context.Context, string) (string, error) {
+func (m *MemStore) SessionModeGet(context.Context, string, string) (string, error) {
 	return "", store.ErrNotFound
 }
 
 func (m *MemStore) SessionModeSet(context.Context, string, string, string) error {
 	return ErrNotImplemented
+}
+
+// SessionClaim: every session is its caller's (the benchmarks have one tenant).
+func (m *MemStore) SessionClaim(context.Context, string, string) (bool, error) { return true, nil }
+
+// SessionPinsGet and SessionPinsCreate keep pinned catalogs in memory, first writer
+// wins, as the drivers do: every call resolves its tool through its session's pins.
+func (m *MemStore) SessionPinsGet(_ context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pins, ok := m.pins[[2]string{tenant, sessionID}]
+	return pins, ok, nil
+}
+
+func (m *MemStore) SessionPinsCreate(_ context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error) {
+	if err := store.ValidatePins(pins); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{tenant, sessionID}
+	if got, ok := m.pins[k]; ok {
+		return got, nil
+	}
+	if m.pins == nil {
+		m.pins = map[[2]string][]store.ToolPin{}
+	}
+	m.pins[k] = store.SortedPins(pins)
+	return m.pins[k], nil
+}
+
+func (m *MemStore) SessionPinsForceEpoch(context.Context, store.PinEpoch) (int, error) {
+	return 0, ErrNotImplemented
 }
 
 func (m *MemStore) Close() error { return nil }

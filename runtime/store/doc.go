@@ -40,6 +40,13 @@
 //   - The audit entry of an approval or a review is written in the same commit as the
 //     decision (HOST-2): a refused decision (ErrNotFound, ErrConflict, ErrInvalid)
 //     writes neither, and an entry of another tenant refuses the decision.
+//   - A session id belongs to the first tenant that claims it, atomically and for ever
+//     (SessionClaim); every other session-keyed table — modes, pinned catalogs — is
+//     keyed by (tenant, session id), so another tenant's row of the same id is another
+//     session's (SES-1). A session's catalog is written once: the first writer wins and
+//     every later one is handed the first one's pins; only a forced epoch rewrites pins.
+//   - The breaker's counts are one tenant's (InvocationBreakerCounts takes the tenant):
+//     rows of another tenant in a run of the same id never count.
 //
 // store must never import runtime, spec, codegen or mcp: it knows rows, not tools.
 package store

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -109,4 +111,57 @@ func ValidateDecisionAudit(a Approval, audit *AuditEntry) error {
 		return fmt.Errorf("%w: the audit entry of tenant %q for a decision in tenant %q", ErrInvalid, audit.Tenant, a.Tenant)
 	}
 	return nil
+}
+
+// Validate reports whether e can be applied (ErrInvalid if not).
+func (e PinEpoch) Validate() error {
+	if e.Prefix == "" {
+		return fmt.Errorf("%w: a forced epoch needs a tool prefix", ErrInvalid)
+	}
+	for _, p := range e.Pins {
+		if !strings.HasPrefix(p.Tool, e.Prefix) {
+			return fmt.Errorf("%w: pin %q is outside the epoch's prefix %q", ErrInvalid, p.Tool, e.Prefix)
+		}
+	}
+	return ValidatePins(e.Pins)
+}
+
+// ValidatePins reports whether pins name each tool once, none empty (ErrInvalid if not).
+func ValidatePins(pins []ToolPin) error {
+	seen := make(map[string]bool, len(pins))
+	for _, p := range pins {
+		if p.Tool == "" {
+			return fmt.Errorf("%w: a pin without a tool", ErrInvalid)
+		}
+		if seen[p.Tool] {
+			return fmt.Errorf("%w: tool %q pinned twice", ErrInvalid, p.Tool)
+		}
+		seen[p.Tool] = true
+	}
+	return nil
+}
+
+// PinsJSON encodes pins as the one parameter the drivers' pin statements read: a JSON
+// array of {"tool", "sha256"} objects ("[]" for none), as ToolRefsJSON does for tools.
+func PinsJSON(pins []ToolPin) string {
+	type pin struct {
+		Tool   string `json:"tool"`
+		SHA256 string `json:"sha256"`
+	}
+	out := make([]pin, len(pins))
+	for i, p := range pins {
+		out[i] = pin{p.Tool, p.SHA256}
+	}
+	b, _ := json.Marshal(out) // strings only: cannot fail
+	return string(b)
+}
+
+// SortedPins returns a copy of pins in tool order, the order every driver reads them in.
+func SortedPins(pins []ToolPin) []ToolPin {
+	out := slices.Clone(pins)
+	if out == nil {
+		out = []ToolPin{}
+	}
+	slices.SortFunc(out, func(a, b ToolPin) int { return strings.Compare(a.Tool, b.Tool) })
+	return out
 }

@@ -281,6 +281,24 @@ type BreakerCounts struct {
 	Uncertain bool // one of them ended UNCERTAIN (resolved or not)
 }
 
+// ToolPin is one entry of a session's pinned catalog (MCP-7): a tool's registry name
+// and the definition hash (schema_sha256) the session first saw.
+type ToolPin struct {
+	Tool   string
+	SHA256 string
+}
+
+// PinEpoch is a forced epoch as the store applies it (Store.SessionPinsForceEpoch).
+type PinEpoch struct {
+	// Prefix selects the re-pinned tools ("mcp.SERVER."): required.
+	Prefix string
+	// Pins are the current definitions of the tools under Prefix; each must start with it.
+	Pins []ToolPin
+	// Tenant, when set, is the only tenant whose sessions receive Pins (a tenant's own
+	// server): the other sessions only lose the prefix's pins, which they never had.
+	Tenant string
+}
+
 // Approval is a persisted decision on one held invocation (POL-3).
 type Approval struct {
 	Key       string // the invocation's idempotency key
@@ -554,8 +572,10 @@ type Store interface {
 	// row is not UNCERTAIN or already resolved, ErrNotFound if there is none,
 	// ErrInvalid for another resolution or an empty by.
 	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *AuditEntry) (*Invocation, error)
-	// InvocationBreakerCounts reads the breaker's counter for one identical call in a run.
-	InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (BreakerCounts, error)
+	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
+	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
+	// in a run of the same id neither trip the breaker nor can be detected through it.
+	InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (BreakerCounts, error)
 
 	// ApprovalDecide records an approval or denial of a held invocation (DecidedAt is
 	// the database clock). The invocation must exist in a.Tenant, else ErrNotFound.
@@ -574,11 +594,36 @@ type Store interface {
 	// and audit view). It reads only.
 	InvocationList(ctx context.Context, f InvocationFilter) ([]*Invocation, error)
 
-	// SessionModeGet returns a session's current protocol mode (WF-4); ErrNotFound if
-	// none was set. SessionModeSet records it (insert or update), one commit; ErrInvalid
-	// for an empty session id or mode.
-	SessionModeGet(ctx context.Context, sessionID string) (string, error)
+	// SessionModeGet returns the current protocol mode (WF-4) of a tenant's session;
+	// ErrNotFound if none was set. SessionModeSet records it (insert or update), one
+	// commit; ErrInvalid for an empty session id or mode. Modes are keyed by (tenant,
+	// session id) (SES-1): another tenant's mode of the same id is another row, never
+	// read or overwritten.
+	SessionModeGet(ctx context.Context, tenant, sessionID string) (string, error)
 	SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error
+
+	// SessionClaim makes tenant the owner of session id sessionID if no tenant owns it
+	// yet, and reports whether tenant owns it now (SES-1). The first claim wins,
+	// atomically across handles, processes and restarts, and ownership never moves: a
+	// later claim by another tenant is false, forever. It commits only when it records
+	// a new owner. ErrInvalid for an empty session id.
+	SessionClaim(ctx context.Context, tenant, sessionID string) (owned bool, err error)
+	// SessionPinsGet reads the catalog a tenant's session pinned (MCP-7): pinned is
+	// false, and pins nil, if it pinned none yet. Pins are in tool order.
+	SessionPinsGet(ctx context.Context, tenant, sessionID string) (pins []ToolPin, pinned bool, err error)
+	// SessionPinsCreate records pins as the session's catalog unless it already has
+	// one, and returns the catalog it has now (in tool order): the first writer wins,
+	// atomically across processes, and every later writer gets the first one's pins. An
+	// empty pins is a catalog too (a session that pinned no tool keeps none). One
+	// commit. ErrInvalid for an empty session id, a pin without a tool or two pins of
+	// one tool.
+	SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []ToolPin) ([]ToolPin, error)
+	// SessionPinsForceEpoch applies an operator's forced epoch (MCP-7) to every pinned
+	// catalog on the store: the pins of the tools whose names start with e.Prefix are
+	// replaced by e.Pins (restricted to e.Tenant's sessions when e.Tenant is set), the
+	// others are kept. One commit; returns the number of catalogs that received
+	// e.Pins. ErrInvalid for an empty prefix or a pin outside it.
+	SessionPinsForceEpoch(ctx context.Context, e PinEpoch) (int, error)
 
 	// CatalogHistoryAppend appends one catalog change; CatalogHistoryList lists those of
 	// one server ("" for all) in id order.

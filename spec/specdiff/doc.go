@@ -47,6 +47,7 @@
 //	SERVER_TO_TENANT                 weakens   server    configured_by operator -> tenant
 //	SERVER_TO_STDIO                  weakens   server    transport moved to stdio
 //	DEVICE_TOOLS_ALLOWED             weakens   device    allow_tools removed (every listed tool served) or a tool added to it
+//	DEVICE_TENANT_CHANGED            weakens   device    tenant moved to another tenant, or removed (another tenant's principals would call the device)
 //	POLICY_RULE_REMOVED              weakens   policy    an approve_when or deny_when rule removed
 //	POLICY_RULE_CHANGED              weakens   policy    a rule's effect, condition text or tools changed (one finding each)
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
@@ -69,7 +70,7 @@
 //	SERVER_CHANGED                   info      server    any other change of a server (URL, command, configured_by, resources, prompts)
 //	DEVICE_ADDED                     info      device    a device file added
 //	DEVICE_REMOVED                   info      device    a device file removed
-//	DEVICE_CHANGED                   info      device    token_sha256 changed (the token was rotated)
+//	DEVICE_CHANGED                   info      device    token_sha256 changed (the token was rotated), or a tenant named where there was none
 //	PROTOCOL_ADDED                   info      protocol  a protocol added
 //	PROTOCOL_REMOVED                 info      protocol  a protocol removed
 //	MODE_ADDED                       info      protocol  a mode added; the message lists the tools it holds, marking the exclusive ones

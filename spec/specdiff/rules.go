@@ -36,6 +36,7 @@ var Rules = []Rule{
 	{"SERVER_TO_TENANT", Weakens, []string{"server"}},
 	{"SERVER_TO_STDIO", Weakens, []string{"server"}},
 	{"DEVICE_TOOLS_ALLOWED", Weakens, []string{"device"}},
+	{"DEVICE_TENANT_CHANGED", Weakens, []string{"device"}},
 	{"POLICY_RULE_REMOVED", Weakens, []string{"policy"}},
 	{"POLICY_RULE_CHANGED", Weakens, []string{"policy"}},
 	{"POLICY_ALLOW_RULE_ADDED", Weakens, []string{"policy"}},

@@ -631,6 +631,20 @@ func (d *differ) device(p, c *spec.Device) {
 			}
 		}
 	}
+	switch {
+	case p.Tenant == c.Tenant:
+	case p.Tenant == "":
+		// A device file from before tenants were required: its tools were served to
+		// every tenant, and now to one. That narrows; it is still a change to see.
+		d.add("DEVICE_CHANGED", "device", id, cl("tenant"), pl("tenant"),
+			"device changed: tenant %s named (before, every tenant's principals saw its tools)", c.Tenant)
+	case c.Tenant == "":
+		d.add("DEVICE_TENANT_CHANGED", "device", id, cl("device_id"), pl("tenant"),
+			"tenant %s removed: the device no longer says whose it is", p.Tenant)
+	default:
+		d.add("DEVICE_TENANT_CHANGED", "device", id, cl("tenant"), pl("tenant"),
+			"tenant moved from %s to %s: %s's principals now see and call the device's tools", p.Tenant, c.Tenant, c.Tenant)
+	}
 	if p.TokenSHA256 != c.TokenSHA256 {
 		d.add("DEVICE_CHANGED", "device", id, cl("token_sha256"), pl("token_sha256"),
 			"device changed: token_sha256 (the token was rotated: the old one no longer connects)")

@@ -35,13 +35,17 @@ const (
 	CatalogAppend    Point = "CatalogHistoryAppend"
 	SessionModeSet   Point = "SessionModeSet"
 	EventAppend      Point = "EventAppend"
+	// The session writes of migration 005 (SES-1).
+	SessionClaim          Point = "SessionClaim"
+	SessionPinsCreate     Point = "SessionPinsCreate"
+	SessionPinsForceEpoch Point = "SessionPinsForceEpoch"
 )
 
 // Points lists every write point.
 var Points = []Point{
 	InsertRunning, InsertPending, InsertTerminal, Claim, Watermark, Settle, Release,
 	Suspend, Resume, Renew, Sweep, ResolveUncertain, ApprovalDecide, AuditAppend,
-	CatalogAppend, SessionModeSet, EventAppend,
+	CatalogAppend, SessionModeSet, EventAppend, SessionClaim, SessionPinsCreate, SessionPinsForceEpoch,
 }
 
 // Kind is a fault type (see the package documentation).
@@ -404,6 +408,24 @@ func (f *Store) SessionModeSet(ctx context.Context, tenant, sessionID, mode stri
 	return err
 }
 
+func (f *Store) SessionClaim(ctx context.Context, tenant, sessionID string) (bool, error) {
+	return inject(f, ctx, SessionClaim, func(ctx context.Context) (bool, error) {
+		return f.s.SessionClaim(ctx, tenant, sessionID)
+	})
+}
+
+func (f *Store) SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error) {
+	return inject(f, ctx, SessionPinsCreate, func(ctx context.Context) ([]store.ToolPin, error) {
+		return f.s.SessionPinsCreate(ctx, tenant, sessionID, pins)
+	})
+}
+
+func (f *Store) SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error) {
+	return inject(f, ctx, SessionPinsForceEpoch, func(ctx context.Context) (int, error) {
+		return f.s.SessionPinsForceEpoch(ctx, e)
+	})
+}
+
 func (f *Store) EventAppend(ctx context.Context, e store.Event) (int64, error) {
 	return inject(f, ctx, EventAppend, func(ctx context.Context) (int64, error) {
 		return f.s.EventAppend(ctx, e)
@@ -440,8 +462,8 @@ func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*
 	return f.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (f *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
-	return f.s.InvocationBreakerCounts(ctx, runID, argsHash)
+func (f *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
+	return f.s.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
 }
 
 func (f *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
@@ -456,8 +478,12 @@ func (f *Store) InvocationList(ctx context.Context, filter store.InvocationFilte
 	return f.s.InvocationList(ctx, filter)
 }
 
-func (f *Store) SessionModeGet(ctx context.Context, sessionID string) (string, error) {
-	return f.s.SessionModeGet(ctx, sessionID)
+func (f *Store) SessionModeGet(ctx context.Context, tenant, sessionID string) (string, error) {
+	return f.s.SessionModeGet(ctx, tenant, sessionID)
+}
+
+func (f *Store) SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error) {
+	return f.s.SessionPinsGet(ctx, tenant, sessionID)
 }
 
 func (f *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {

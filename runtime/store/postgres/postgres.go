@@ -329,9 +329,9 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, err
 }
 
-func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
+func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	err := s.queryRow(ctx, invocationBreakerCounts, runID, argsHash).Scan(&c.Total, &c.Denied, &c.Uncertain)
+	err := s.queryRow(ctx, invocationBreakerCounts, tenant, runID, argsHash).Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }
 

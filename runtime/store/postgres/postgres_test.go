@@ -208,3 +208,44 @@ func TestDecodeInvocation_TextResults(t *testing.T) {
 		}
 	}
 }
+
+// TestMigration005_KeepsRowsAndOwners upgrades a store with rows of migration 004:
+// every session mode is kept with the tenant it carries, and each session in use is
+// owned by the tenant of its first call (else of its mode), so no other tenant can
+// take it over after the upgrade (issue 14, finding 4).
+func TestMigration005_KeepsRowsAndOwners(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	if err := s.migrateDown(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO session_modes (session_id, tenant, mode) VALUES ('s-a', 'a', 'implement'), ('s-mode-only', 'b', 'review')`,
+		`INSERT INTO tool_invocations (key, tenant, session_id, run_id, args_hash, status, created_at, updated_at)
+		 VALUES ('k1', 'a', 's-a', 'r', 'h', 'DENIED', now(), now()), ('k2', 'b', 's-a', 'r', 'h', 'DENIED', now(), now()),
+		        ('k3', 'b', 's-b', 'r', 'h', 'SUCCEEDED', now(), now())`,
+	} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.migrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tenant, session, mode string }{{"a", "s-a", "implement"}, {"b", "s-mode-only", "review"}} {
+		if got, err := s.SessionModeGet(ctx, tc.tenant, tc.session); err != nil || got != tc.mode {
+			t.Errorf("mode of %s/%s after the upgrade: %q, %v; want %q", tc.tenant, tc.session, got, err, tc.mode)
+		}
+	}
+	for _, tc := range []struct {
+		tenant, session string
+		owned           bool
+	}{{"a", "s-a", true}, {"b", "s-a", false}, {"b", "s-b", true}, {"a", "s-b", false}, {"b", "s-mode-only", true}, {"a", "s-mode-only", false}} {
+		if owned, err := s.SessionClaim(ctx, tc.tenant, tc.session); err != nil || owned != tc.owned {
+			t.Errorf("claim of %s by %s after the upgrade: %v, %v; want %v", tc.session, tc.tenant, owned, err, tc.owned)
+		}
+	}
+	if c, err := s.InvocationBreakerCounts(ctx, "a", "r", "h"); err != nil || c.Total != 1 || c.Denied != 1 {
+		t.Errorf("breaker of tenant a after the upgrade: %+v, %v; want its one denial", c, err)
+	}
+}

@@ -212,7 +212,7 @@ SELECT ` + invocationColumns + ` FROM resolved`
 	invocationBreakerCountsSQL = `
 SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
 FROM tool_invocations
-WHERE run_id = @run_id AND args_hash = @args_hash`
+WHERE tenant = @tenant AND run_id = @run_id AND args_hash = @args_hash`
 )
 
 // auditValues are the columns of an audit entry passed as @audit_* parameters (the
@@ -330,7 +330,7 @@ var (
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
 		"with_audit"}, auditParams...)...)
 	invocationExists        = compile(invocationExistsSQL, "id", "tenant")
-	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "run_id", "args_hash")
+	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
 
 	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
 		"with_audit"}, auditParams...)...)

@@ -189,7 +189,7 @@ RETURNING ` + invocationColumns
 	invocationBreakerCountsSQL = `
 SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
 FROM tool_invocations
-WHERE run_id = :run_id AND args_hash = :args_hash`
+WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash`
 )
 
 const (
@@ -238,12 +238,14 @@ WHERE id > :after_id AND (:tenant = '' OR tenant = :tenant) AND (:session_id = '
 ORDER BY id
 LIMIT :limit`
 
-	sessionModeGetSQL = `SELECT mode FROM session_modes WHERE session_id = :session_id`
+	// The session's mode is keyed by (tenant, session id) (migration 005): another
+	// tenant's mode of the same id is another row.
+	sessionModeGetSQL = `SELECT mode FROM session_modes WHERE tenant = :tenant AND session_id = :session_id`
 
 	sessionModeSetSQL = `
-INSERT INTO session_modes (session_id, tenant, mode, updated_at)
-VALUES (:session_id, :tenant, :mode, ` + nowMicros + `)
-ON CONFLICT (session_id) DO UPDATE SET tenant = excluded.tenant, mode = excluded.mode, updated_at = excluded.updated_at`
+INSERT INTO session_modes (tenant, session_id, mode, updated_at)
+VALUES (:tenant, :session_id, :mode, ` + nowMicros + `)
+ON CONFLICT (tenant, session_id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at`
 )
 
 const (

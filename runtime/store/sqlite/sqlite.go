@@ -40,6 +40,7 @@ type writeStmts struct {
 	exists, resumeTokenTaken                                                               *sql.Stmt
 	approvalDecide, approvalExists, auditAppend, catalogAppend                             *sql.Stmt
 	sessionModeSet, eventAppend                                                            *sql.Stmt
+	session                                                                                sessionWriteStmts
 }
 
 // readStmts are the statements run on the read pool, prepared once by Open (and by
@@ -50,6 +51,7 @@ type readStmts struct {
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
 	list, sessionModeGet, eventList                          *sql.Stmt
+	session                                                  sessionReadStmts
 }
 
 // connParams configure every connection. synchronous=FULL makes WAL sync on every
@@ -133,6 +135,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.catalogAppend, catalogHistoryAppendSQL},
 		{s.write, &w.sessionModeSet, sessionModeSetSQL},
 		{s.write, &w.eventAppend, eventAppendSQL},
+		{s.write, &w.session.claim, sessionClaimSQL},
+		{s.write, &w.session.catalogInsert, sessionCatalogInsertSQL},
+		{s.write, &w.session.pinsInsert, sessionPinsInsertSQL},
+		{s.write, &w.session.pinsDelete, sessionPinsDeleteSQL},
+		{s.write, &w.session.pinsEpoch, sessionPinsEpochSQL},
 
 		{s.read, &r.get, invocationGetSQL},
 		{s.read, &r.getByKey, invocationGetByKeySQL},
@@ -151,6 +158,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.list, invocationListSQL},
 		{s.read, &r.sessionModeGet, sessionModeGetSQL},
 		{s.read, &r.eventList, eventListSQL},
+		{s.read, &r.session.owner, sessionOwnerSQL},
+		{s.read, &r.session.pins, sessionPinsSQL},
 	} {
 		stmt, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -485,20 +494,6 @@ func (s *Store) InvocationList(ctx context.Context, f store.InvocationFilter) ([
 		sql.Named("session_id", f.SessionID), sql.Named("awaiting", awaiting), sql.Named("limit", sqlLimit(f.Limit)))
 }
 
-func (s *Store) SessionModeGet(ctx context.Context, sessionID string) (string, error) {
-	var mode string
-	err := s.r.sessionModeGet.QueryRowContext(ctx, sql.Named("session_id", sessionID)).Scan(&mode)
-	return mode, notFound(err)
-}
-
-func (s *Store) SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error {
-	if sessionID == "" || mode == "" {
-		return fmt.Errorf("%w: a session mode needs a session id and a mode", store.ErrInvalid)
-	}
-	_, err := s.w.sessionModeSet.ExecContext(ctx, sql.Named("session_id", sessionID), sql.Named("tenant", tenant), sql.Named("mode", mode))
-	return mapErr(err)
-}
-
 func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
 	if err := store.ValidateResolution(resolution, by); err != nil {
 		return nil, err
@@ -529,9 +524,9 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, nil
 }
 
-func (s *Store) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
+func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	err := s.r.breakerCounts.QueryRowContext(ctx, sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
+	err := s.r.breakerCounts.QueryRowContext(ctx, sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
 		Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }

@@ -27,6 +27,9 @@ var WriteMethods = []string{
 	"CatalogHistoryAppend",
 	"SessionModeSet",
 	"EventAppend",
+	"SessionClaim",
+	"SessionPinsCreate",
+	"SessionPinsForceEpoch",
 }
 
 // CountingStore wraps a Store and counts its commits: calls of the writing methods
@@ -168,8 +171,8 @@ func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64
 	return c.s.InvocationResolveUncertain(ctx, id, resolution, by, audit)
 }
 
-func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, runID, argsHash string) (store.BreakerCounts, error) {
-	return c.s.InvocationBreakerCounts(ctx, runID, argsHash)
+func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
+	return c.s.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
 }
 
 func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {
@@ -203,8 +206,28 @@ func (c *CountingStore) InvocationList(ctx context.Context, f store.InvocationFi
 	return c.s.InvocationList(ctx, f)
 }
 
-func (c *CountingStore) SessionModeGet(ctx context.Context, sessionID string) (string, error) {
-	return c.s.SessionModeGet(ctx, sessionID)
+func (c *CountingStore) SessionModeGet(ctx context.Context, tenant, sessionID string) (string, error) {
+	return c.s.SessionModeGet(ctx, tenant, sessionID)
+}
+
+// SessionClaim commits only when it records a new owner, but it may: it counts.
+func (c *CountingStore) SessionClaim(ctx context.Context, tenant, sessionID string) (bool, error) {
+	c.count("SessionClaim")
+	return c.s.SessionClaim(ctx, tenant, sessionID)
+}
+
+func (c *CountingStore) SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error) {
+	return c.s.SessionPinsGet(ctx, tenant, sessionID)
+}
+
+func (c *CountingStore) SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error) {
+	c.count("SessionPinsCreate")
+	return c.s.SessionPinsCreate(ctx, tenant, sessionID, pins)
+}
+
+func (c *CountingStore) SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error) {
+	c.count("SessionPinsForceEpoch")
+	return c.s.SessionPinsForceEpoch(ctx, e)
 }
 
 func (c *CountingStore) SessionModeSet(ctx context.Context, tenant, sessionID, mode string) error {

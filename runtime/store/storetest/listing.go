@@ -55,7 +55,7 @@ func testInvocationListFilters(t *testing.T, e *env) {
 }
 
 func testSessionModeSetAndGet(t *testing.T, e *env) {
-	if _, err := e.s.SessionModeGet(e.ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.s.SessionModeGet(e.ctx, "tenant-a", "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("SessionModeGet of a new session: %v, want ErrNotFound", err)
 	}
 	if err := e.s.SessionModeSet(e.ctx, "tenant-a", "s1", "plan"); err != nil {
@@ -68,7 +68,7 @@ func testSessionModeSetAndGet(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for session, want := range map[string]string{"s1": "implement", "s2": "review"} {
-		if got, err := e.other.SessionModeGet(e.ctx, session); err != nil || got != want {
+		if got, err := e.other.SessionModeGet(e.ctx, "tenant-a", session); err != nil || got != want {
 			t.Errorf("SessionModeGet(%s) = %q, %v; want %q", session, got, err, want)
 		}
 	}

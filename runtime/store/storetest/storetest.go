@@ -160,6 +160,7 @@ var tests = []struct {
 	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
 	{"InvocationList_Filters", testInvocationListFilters},
 	{"SessionMode_SetAndGet", testSessionModeSetAndGet},
+	// sessions (SES-1): sessionTests (sessions.go), appended by its init
 	// approvals, audit, catalog
 	{"Approval_DecideAndGet", testApprovalDecideAndGet},
 	{"Approval_DecideTwice_Conflict", testApprovalDecideTwiceConflict},
@@ -1319,7 +1320,7 @@ func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
 	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.Status != store.StatusUncertain {
 		t.Fatalf("stored: %+v", stored)
 	}
-	c, err := e.s.InvocationBreakerCounts(e.ctx, "run-u", "h-u")
+	c, err := e.s.InvocationBreakerCounts(e.ctx, inv.Tenant, "run-u", "h-u")
 	noErr(t, "breaker", err)
 	if !c.Uncertain {
 		t.Fatal("a resolved UNCERTAIN call must still trip uncertain_repeat")
@@ -1348,7 +1349,7 @@ func testBreakerCounts(t *testing.T, e *env) {
 	same := func(status store.Status) func(*store.InsertParams) {
 		return func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
 	}
-	c, err := e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
 	if c != (store.BreakerCounts{}) {
 		t.Fatalf("empty run: %+v", c)
@@ -1359,13 +1360,13 @@ func testBreakerCounts(t *testing.T, e *env) {
 	e.insert(t, same(store.StatusPending))
 	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
 	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
-	c, err = e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
 	if c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
 		t.Fatalf("counts %+v, want total 4, denied 2, no uncertain", c)
 	}
 	e.insert(t, same(store.StatusUncertain))
-	c, err = e.s.InvocationBreakerCounts(e.ctx, "run-b", "h-b")
+	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
 	if c != (store.BreakerCounts{Total: 5, Denied: 2, Uncertain: true}) {
 		t.Fatalf("counts %+v, want total 5, denied 2, uncertain", c)
@@ -1536,11 +1537,18 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	_, err = c.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: "x", Change: "added"})
 	noErr(t, "catalog", err)
 	noErr(t, "session mode", c.SessionModeSet(e.ctx, "tenant-a", "s1", "plan"))
+	_, err = c.SessionClaim(e.ctx, "tenant-a", "s1")
+	noErr(t, "session claim", err)
+	_, err = c.SessionPinsCreate(e.ctx, "tenant-a", "s1", []store.ToolPin{{Tool: "mcp.x.t", SHA256: "v1"}})
+	noErr(t, "session pins", err)
+	_, err = c.SessionPinsForceEpoch(e.ctx, store.PinEpoch{Prefix: "mcp.x."})
+	noErr(t, "forced epoch", err)
 	_, err = c.EventAppend(e.ctx, store.Event{Kind: store.EventDeviceConnected, Server: "laptop"})
 	noErr(t, "event", err)
 	reads := []func() error{
 		func() error { _, err := c.InvocationList(e.ctx, store.InvocationFilter{}); return err },
-		func() error { _, err := c.SessionModeGet(e.ctx, "s1"); return err },
+		func() error { _, err := c.SessionModeGet(e.ctx, "tenant-a", "s1"); return err },
+		func() error { _, _, err := c.SessionPinsGet(e.ctx, "tenant-a", "s1"); return err },
 		func() error { _, err := c.InvocationGetByKey(e.ctx, held.Key); return err },
 		func() error {
 			_, err := c.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
@@ -1548,7 +1556,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 		},
 		func() error { _, err := c.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}); return err },
 		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },
-		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "run-1", "hash-1"); return err },
+		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "tenant-a", "run-1", "hash-1"); return err },
 		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },
 		func() error { _, err := c.AuditList(e.ctx, "", 0, 0); return err },
 		func() error { _, err := c.CatalogHistoryList(e.ctx, ""); return err },
