@@ -543,6 +543,7 @@ func TestAttack14_17_DeviceRefusalsDoNotGrowTheStore(t *testing.T) {
 				db = u.String()
 			}
 			dir := specRoot(t, map[string]string{"devices/lab.yaml": fmt.Sprintf(`device_id: lab
+tenant: default
 token_sha256: %s
 classification: {side_effect: read, risk: low, idempotency: idempotent, required_scopes: [device.lab]}
 `, sha("lab-token-77aa"))})
