@@ -77,7 +77,8 @@ Flags every command takes:
 	--workspace W    the directory workspace.* tools are confined to (default DIR)
 	--json           machine-readable output
 	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise);
-	                 with DIR/principals.yaml it must be declared there, and its tenant is
+	                 with DIR/principals.yaml it must be declared there under local: (a
+	                 token's principal acts only with --token-file), and its tenant is
 	                 the one whose work the command sees and acts on
 	--token-file F   a bearer token proving who acts, verified against principals.yaml
 	--tenant T       the principal's tenant without principals.yaml (default "default")
