@@ -127,8 +127,10 @@ type Host struct {
 	modes     *protocol.Runtime // nil without a protocol
 	metrics   *promMetrics
 	verifier  *identity.Verifier // nil without principals.yaml
-	log       *slog.Logger
-	upstreams []*upstream.Upstream
+	// callIDSecret keys the derived call ids, the store's (loadCallIDSecret).
+	callIDSecret []byte
+	log          *slog.Logger
+	upstreams    []*upstream.Upstream
 
 	mu      sync.Mutex
 	started bool
@@ -234,6 +236,9 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 			return fmt.Errorf("%s: %w", spec.PrincipalsFile, err)
 		}
 		h.verifier = v
+	}
+	if err := h.loadCallIDSecret(ctx); err != nil {
+		return err
 	}
 	policy, err := runtime.NewPolicy(policyload.Rules(h.tree.Policy))
 	if err != nil {

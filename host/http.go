@@ -68,7 +68,7 @@ func (h *Host) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal,
+	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
 		PrincipalOf: identity.PrincipalFrom, Workspace: h.workspace, Logger: h.log,
 		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/spec"
 )
@@ -14,17 +15,24 @@ import (
 // the operator service (POL-3: besides never being the call's caller).
 const ApproveScope = "approvals.decide"
 
-// ErrUnknownPrincipal is returned for a principal principals.yaml does not declare.
-var ErrUnknownPrincipal = errors.New("is not declared in " + spec.PrincipalsFile + " (tokens or local)")
+// ErrUnknownPrincipal is returned for a principal principals.yaml does not declare
+// under local:.
+var ErrUnknownPrincipal = errors.New("is not declared in " + spec.PrincipalsFile + " (local)")
+
+// ErrTokenPrincipal is returned for a principal named without a proof that
+// principals.yaml declares with a token: acting as it needs the token (issue 14,
+// finding 6: naming a bot's id must never borrow its scopes).
+var ErrTokenPrincipal = errors.New("is a token principal of " + spec.PrincipalsFile + ": prove it with its token (--token-file), or name a local principal")
 
 // HasPrincipals reports whether the spec root declares its principals
 // (principals.yaml): then every HTTP request needs a verified bearer token, and only
 // declared principals act.
 func (h *Host) HasPrincipals() bool { return h.verifier != nil }
 
-// Principal returns the principal id acts as (ID-1). With principals.yaml it must be
-// declared there (as a static token's principal or a local one), with the file's tenant
-// and scopes. Without the file the host's own operator acts on its own machine: id in
+// Principal returns the principal id acts as (ID-1), on the operator's word alone (no
+// token). With principals.yaml it must be declared there under local:, with the file's
+// tenant and scopes: a static token's principal is ErrTokenPrincipal, and an issuer's
+// principals (NAME/subject) exist only with their token (VerifyToken). Without the file the host's own operator acts on its own machine: id in
 // Config.Tenant, with every scope the served tools (and declared devices) require plus
 // ApproveScope — never the scope of unclassified servers, which no principal holds.
 func (h *Host) Principal(id string) (runtime.Principal, error) {
@@ -46,8 +54,11 @@ func (h *Host) Principal(id string) (runtime.Principal, error) {
 func (h *Host) principal(id string) (runtime.Principal, error) {
 	if h.verifier != nil {
 		p, ok := h.verifier.Local(id)
-		if !ok {
-			return runtime.Principal{}, fmt.Errorf("%s %w", id, ErrUnknownPrincipal)
+		switch {
+		case !ok && h.tree.Principals.Principal(id) != nil:
+			return runtime.Principal{}, fmt.Errorf("%s %w", textsafe.Field(id), ErrTokenPrincipal)
+		case !ok:
+			return runtime.Principal{}, fmt.Errorf("%s %w", textsafe.Field(id), ErrUnknownPrincipal)
 		}
 		return p, nil
 	}

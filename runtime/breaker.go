@@ -25,9 +25,10 @@ const (
 // own idempotency key (a client retry, an orchestration script re-executed, RT-12) is
 // answered from its record. The store's counts include that row, so the pipeline must
 // let an existing row win: [Pipeline] records a breaker refusal with an insert that
-// yields to a row already holding the key, and then returns that row's recorded
-// outcome (looking the key up before the breaker, or subtracting the call's own row
-// from the counts, would do as well).
+// yields to a row already holding the key, and then, when that row is terminal and
+// the caller passes step 6 now, returns the row's recorded outcome; otherwise the
+// caller gets its own refusal (a recorded outcome answers only a caller who passes the
+// same checks now, issue 14).
 //
 //   - c.Total: the number of those rows.
 //   - c.Denied: how many of them have status DENIED, for any reason (policy, a

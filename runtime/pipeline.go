@@ -311,7 +311,7 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 		}
 		p.after("policy")
 	}
-	if stop { // a refusal is recorded (it counts for the breaker) and returned
+	if stop { // a refusal is recorded (it counts for the breaker) and returned, never another row's outcome
 		o, err = p.recordRefusal(ctx, c, o)
 		if err != nil {
 			return Outcome{}, err
@@ -467,8 +467,16 @@ func (p *Pipeline) stepPolicy(ctx context.Context, c *call) (Outcome, bool, erro
 }
 
 // recordRefusal persists a breaker or policy denial as a terminal DENIED row (one
-// commit): it counts for the breaker, and a retry with the same key finds it at step 8.
-// If the key already has a row, that row's recorded outcome stands.
+// commit): it counts for the breaker, and the denial is in the audit view.
+//
+// If the key already has a row, the refusal is this caller's and is returned as it is:
+// never that row's recorded outcome, and the row is not touched (issue 14, finding 5:
+// a principal without a tool's scope presented the key of a tenant-mate's read and
+// received its recorded file contents). A recorded outcome is returned only to a
+// caller who passes the same checks now, so the one case where the row answers is
+// the breaker's: its counts include the call's own row (breaker.go), so a retry of a
+// call recorded terminal is refused by its own record — it is answered from that
+// record instead, once it passes step 6 now.
 func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outcome, error) {
 	if c.mode == "" && p.cfg.Modes != nil {
 		// A breaker refusal comes before step 6 resolved the mode; the row still records
@@ -485,9 +493,62 @@ func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outco
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runtime: record denial: %w", err)
 	}
-	c.inv = inv
-	if !inserted {
-		return p.recorded(c, inv), nil
+	if inserted {
+		c.inv = inv
+		return o, nil
+	}
+	if isBreakerReason(o.ReasonCode) && inv.Status.Terminal() {
+		po, denied, err := p.stepPolicy(ctx, c)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if !denied {
+			if ro, refused := p.replayRefusal(c, inv); refused {
+				return p.refuseReplay(ctx, c, ro, inv)
+			}
+			c.inv = inv
+			return p.recorded(c, inv), nil
+		}
+		o = po
+	}
+	return p.refuseReplay(ctx, c, o, inv)
+}
+
+func isBreakerReason(r ReasonCode) bool {
+	return r == ReasonRepeatedDenial || r == ReasonLoopDetected || r == ReasonUncertainRepeat
+}
+
+// replayRefusal is the check of step 8 beyond step 6: a caller whose call needs an
+// approval gets the recorded outcome of another principal's call only if that call
+// was itself held and decided; a row recorded without an approval (allowed for its
+// own caller) answers only its own caller.
+func (p *Pipeline) replayRefusal(c *call, inv *store.Invocation) (Outcome, bool) {
+	if c.decision.Verdict == VerdictNeedsApproval && inv.Decision != VerdictNeedsApproval && inv.Principal != c.Principal.ID {
+		return NewOutcome(ReasonReplayNeedsApproval, c.CallID), true
+	}
+	return Outcome{}, false
+}
+
+// AuditReplayRefused is the kind of the audit entry of a refusal the pipeline could not
+// record as a row, because the key already had one (another principal's call, or this
+// caller's own earlier one that succeeded): the refused attempt still shows in the
+// audit view.
+const AuditReplayRefused = "replay_refused"
+
+// refuseReplay returns o, this caller's refusal, for a key whose row inv stands. The
+// refusal cannot be recorded under the key, so it is audited instead — except for a
+// retry of the caller's own recorded denial, which says nothing new.
+func (p *Pipeline) refuseReplay(ctx context.Context, c *call, o Outcome, inv *store.Invocation) (Outcome, error) {
+	if inv.Status == store.StatusDenied && inv.Principal == c.Principal.ID {
+		return o, nil
+	}
+	detail, err := json.Marshal(map[string]any{"reason_code": o.ReasonCode, "invocation": inv.ID})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if _, err := p.cfg.Store.AuditAppend(ctx, store.AuditEntry{Tenant: c.Tenant, Kind: AuditReplayRefused,
+		Principal: c.Principal.ID, SessionID: c.SessionID, Mode: c.mode, Tool: c.spec.Name, Key: c.key, Detail: detail}); err != nil {
+		return Outcome{}, fmt.Errorf("runtime: audit refused replay: %w", err)
 	}
 	return o, nil
 }
@@ -543,6 +604,12 @@ func (p *Pipeline) dedupe(ctx context.Context, c *call, inv *store.Invocation) (
 	c.inv = inv
 	switch {
 	case inv.Status.Terminal():
+		// Step 6 has passed for this caller; the recorded outcome is theirs unless it
+		// was recorded without an approval they need.
+		if o, refused := p.replayRefusal(c, inv); refused {
+			o, err := p.refuseReplay(ctx, c, o, inv)
+			return o, true, err
+		}
 		return p.recorded(c, inv), true, nil
 	case inv.Status == store.StatusPending && inv.Decision == VerdictNeedsApproval:
 		c.decision.Verdict = VerdictNeedsApproval // the hold of the first attempt stands

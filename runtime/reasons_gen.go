@@ -106,6 +106,12 @@ const (
 	// (status denied, retryable false)
 	ReasonRepeatedDenial ReasonCode = "repeated_denial"
 
+	// A call with this idempotency key was recorded without the approval this caller needs, so
+	// its recorded outcome is not returned. Make the call with a call id of its own to have it
+	// held for approval.
+	// (status denied, retryable false)
+	ReasonReplayNeedsApproval ReasonCode = "replay_needs_approval"
+
 	// The resume token does not match a suspended call.
 	// (status denied, retryable false)
 	ReasonResumeInvalid ReasonCode = "resume_invalid"
@@ -178,6 +184,7 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonNotSuspended:          {status: OutcomeDenied, retryable: false, message: "The call named for resumption is not suspended."},
 	ReasonPolicyDenied:          {status: OutcomeDenied, retryable: false, message: "An operator policy rule denies this call."},
 	ReasonRepeatedDenial:        {status: OutcomeDenied, retryable: false, message: "This identical call has already been denied repeatedly in this run, so it is refused without being evaluated again."},
+	ReasonReplayNeedsApproval:   {status: OutcomeDenied, retryable: false, message: "A call with this idempotency key was recorded without the approval this caller needs, so its recorded outcome is not returned. Make the call with a call id of its own to have it held for approval."},
 	ReasonResumeInvalid:         {status: OutcomeDenied, retryable: false, message: "The resume token does not match a suspended call."},
 	ReasonTimeout:               {status: OutcomeFailed, retryable: true, message: "The call exceeded its time limit and was stopped. Repeating it is safe."},
 	ReasonToolChanged:           {status: OutcomeUnavailable, retryable: false, message: "This tool's definition changed after the session started, so it cannot be called in this session."},

@@ -59,6 +59,7 @@ TARGETS=(
 	"./runtime/internal/fastschema FuzzValid"
 	"./runtime/internal/fastschema FuzzValidSchema"
 	"./internal/identity FuzzVerify"
+	"./internal/textsafe FuzzField"
 )
 
 # Every func FuzzX in a _test.go file must be listed, so none is silently skipped.

@@ -138,9 +138,11 @@ var fuzzCompanionFiles = map[string]string{
 local:
   - {id: ana, tenant: acme, scopes: [demo.write]}
 issuers:
-  - issuer: https://login.example.com
+  - name: login
+    issuer: https://login.example.com
     audience: toolgen
     jwks_url: https://login.example.com/jwks.json
+    tenant: acme
 `,
 	"tools/demo.echo.yaml": `name: demo.echo
 version: 1

@@ -18,13 +18,16 @@ var (
 	principalsKeys = []string{"resource", "authorization_servers", "tokens", "issuers", "local"}
 	tokenKeys      = []string{"id", "tenant", "scopes", "token_sha256", "description"}
 	localKeys      = []string{"id", "tenant", "scopes", "description"}
-	issuerKeys     = []string{"issuer", "audience", "jwks_url", "key_file", "claims", "algorithms"}
+	issuerKeys     = []string{"name", "issuer", "audience", "jwks_url", "key_file", "tenant", "tenants", "claims", "algorithms"}
 	claimKeys      = []string{"id", "tenant", "scopes"}
 	// principalID is a principal's id: letters, digits and ._:@- (an e-mail address or
 	// a subject claim fits), 1-128 bytes.
 	principalID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$`)
 	// tenantName is a tenant: one lower-case name with - or _.
 	tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	// issuerName is an issuer's name, the namespace of its principals' ids
+	// (NAME/subject): lower case, as short as a prefix should be.
+	issuerName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 	// SigningAlgorithms are the JWT algorithms an issuer may use: asymmetric only, so a
 	// public key can never be used as an HMAC secret, and never "none".
 	SigningAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -59,8 +62,19 @@ type StaticPrincipal struct {
 
 // Issuer is a trusted OIDC/JWT issuer.
 type Issuer struct {
+	// Name is the issuer's namespace: the id of a principal its tokens prove is
+	// Name + "/" + the id claim (TokenPrincipalID), which can never equal a static or
+	// local id (those have no "/"), nor a principal of another issuer.
+	Name     string
 	Issuer   string
 	Audience string
+	// Tenant and Tenants bind the issuer to the tenants its tokens may speak for
+	// (exactly one is set): Tenant is the one tenant of every principal it proves (the
+	// token's tenant claim is not read); Tenants are the values the tenant claim
+	// (TenantClaim) may take, any other is refused. An identity provider of one tenant
+	// can therefore never mint a principal of another.
+	Tenant  string
+	Tenants []Ref
 	// Exactly one of JWKSURL (fetched and cached) and KeyFile (a PEM public key, relative
 	// to the spec root) is set.
 	JWKSURL string
@@ -72,6 +86,7 @@ type Issuer struct {
 	// Algorithms allowed (default RS256 and ES256); never HMAC, never none.
 	Algorithms []string
 	Pos        Pos
+	Positions  // of the entry's keys
 }
 
 // LoadPrincipals parses principals.yaml.
@@ -174,10 +189,25 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 		if n.Kind != yaml.SequenceNode {
 			r.errorf(posOf(n), "schema", "issuers must be a list, found %s", kindName(n))
 		} else {
+			names, urls := map[string]Pos{}, map[string]Pos{}
 			for _, e := range n.Content {
-				if is := loadIssuer(r, e); is != nil {
-					p.Issuers = append(p.Issuers, is)
+				is := loadIssuer(r, e)
+				if is == nil {
+					continue
 				}
+				// Tokens are routed to an issuer by their iss claim, and principal ids
+				// are namespaced by the issuer's name: both must be unique.
+				if first, dup := names[is.Name]; dup && is.Name != "" {
+					r.errorf(is.Pos, "duplicate-key", "issuer name %s is declared twice (first at line %d)", is.Name, first.Line)
+				} else {
+					names[is.Name] = is.Pos
+				}
+				if first, dup := urls[is.Issuer]; dup && is.Issuer != "" {
+					r.errorf(is.Pos, "duplicate-key", "issuer %s is declared twice (first at line %d)", is.Issuer, first.Line)
+				} else {
+					urls[is.Issuer] = is.Pos
+				}
+				p.Issuers = append(p.Issuers, is)
 			}
 		}
 	}
@@ -189,7 +219,13 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 	if m == nil {
 		return nil
 	}
-	is := &Issuer{Pos: posOf(n), IDClaim: "sub", TenantClaim: "tenant", ScopesClaim: "scope", Algorithms: []string{"RS256", "ES256"}}
+	is := &Issuer{Pos: posOf(n), Positions: Positions{m}, IDClaim: "sub", TenantClaim: "tenant", ScopesClaim: "scope", Algorithms: []string{"RS256", "ES256"}}
+	if v, ok := m.requiredStr("name", "issuer"); ok {
+		if !issuerName.MatchString(v) {
+			r.errorf(m.at("name"), "ID-1", "issuer name %q must match %s: it prefixes the ids of the principals the issuer proves (NAME/subject)", v, issuerName)
+		}
+		is.Name = v
+	}
 	if v, ok := m.requiredStr("issuer", "issuer"); ok {
 		if u, err := url.Parse(v); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) || u.Host == "" {
 			r.errorf(m.at("issuer"), "ID-1", "issuer %q must be an https URL (http only on loopback, for tests)", v)
@@ -213,6 +249,7 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 		}
 		is.KeyFile = key
 	}
+	loadIssuerTenants(r, m, n, is)
 	if m.has("claims") {
 		if cm := r.asMapping(m.get("claims"), "claims", claimKeys...); cm != nil {
 			for key, dst := range map[string]*string{"id": &is.IDClaim, "tenant": &is.TenantClaim, "scopes": &is.ScopesClaim} {
@@ -222,6 +259,9 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 					}
 					*dst = v
 				}
+			}
+			if cm.has("tenant") && is.Tenant != "" {
+				r.errorf(cm.at("tenant"), "ID-1", "claims.tenant is not read: the issuer is bound to the one tenant %s (use tenants: [...] to take the tenant from the claim)", is.Tenant)
 			}
 		}
 	}
@@ -238,6 +278,77 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 		}
 	}
 	return is
+}
+
+// loadIssuerTenants reads the issuer's tenant binding: exactly one of tenant (one
+// tenant, the claim is not read) and tenants (the values the tenant claim may take).
+func loadIssuerTenants(r reporter, m *mapping, n *yaml.Node, is *Issuer) {
+	hasOne, hasMany := m.has("tenant"), m.has("tenants")
+	switch {
+	case !hasOne && !hasMany:
+		r.errorf(posOf(n), "ID-1", "an issuer must be bound to the tenants it may speak for: tenant: NAME (every principal it proves is of that tenant), or tenants: [NAME, ...] (the values its tenant claim may take)")
+		return
+	case hasOne && hasMany:
+		r.errorf(m.at("tenants"), "ID-1", "an issuer has tenant or tenants, not both")
+		return
+	case hasOne:
+		if t, ok := m.str("tenant"); ok {
+			if !tenantName.MatchString(t) {
+				r.errorf(m.at("tenant"), "ID-1", "tenant %q must match %s", t, tenantName)
+			}
+			is.Tenant = t
+		}
+		return
+	}
+	list, ok := m.strList("tenants")
+	if !ok {
+		return
+	}
+	if len(list) == 0 {
+		r.errorf(m.at("tenants"), "ID-1", "tenants cannot be empty: an issuer that may speak for no tenant proves no one")
+	}
+	seen := map[string]bool{}
+	for _, t := range list {
+		switch {
+		case !tenantName.MatchString(t.Name):
+			r.errorf(t.Pos, "ID-1", "tenant %q must match %s", t.Name, tenantName)
+		case seen[t.Name]:
+			r.errorf(t.Pos, "duplicate-key", "tenant %s is listed twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	is.Tenants = list
+}
+
+// AssertsTenant reports whether the issuer may speak for tenant.
+func (is *Issuer) AssertsTenant(tenant string) bool {
+	if is.Tenant != "" {
+		return tenant == is.Tenant
+	}
+	return slices.ContainsFunc(is.Tenants, func(r Ref) bool { return r.Name == tenant })
+}
+
+// TenantNames are the tenants the issuer may speak for, in declaration order.
+func (is *Issuer) TenantNames() []string {
+	if is.Tenant != "" {
+		return []string{is.Tenant}
+	}
+	out := make([]string, len(is.Tenants))
+	for i, t := range is.Tenants {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// TokenPrincipalSeparator joins an issuer's name and a token's id claim into the
+// principal's id (TokenPrincipalID). No static or local id can hold it.
+const TokenPrincipalSeparator = "/"
+
+// TokenPrincipalID is the id of the principal a token of issuer proves: the issuer's
+// name, "/", the id claim. Audit entries, approvals and policy rules (principal.id)
+// see this id.
+func TokenPrincipalID(issuerName, subject string) string {
+	return issuerName + TokenPrincipalSeparator + subject
 }
 
 func loopbackHost(h string) bool {

@@ -454,11 +454,18 @@ local:
     tenant: acme
     scopes: [review.approve]
 issuers:
-  - issuer: https://login.example.com
+  - name: login
+    issuer: https://login.example.com
     audience: toolgen
     jwks_url: https://login.example.com/.well-known/jwks.json
+    tenants: [acme, beta]
     claims: {id: sub, tenant: org, scopes: scp}
     algorithms: [RS256, EdDSA]
+  - name: beta-idp
+    issuer: https://idp.beta.example.com
+    audience: toolgen
+    key_file: keys/beta.pem
+    tenant: beta
 `
 
 const validProtocol = `name: plan_review
@@ -632,12 +639,22 @@ func schemaCases() []schemaCase {
 		{kind: "principals", name: "token without a tenant", doc: "tokens:\n  - {id: bot, token_sha256: " + deviceHash + "}\n"},
 		{kind: "principals", name: "bad tenant", doc: "local:\n  - {id: ana, tenant: Acme Corp}\n"},
 		{kind: "principals", name: "unclassified scope granted", doc: "local:\n  - {id: ana, tenant: acme, scopes: [toolgen.unclassified]}\n"},
-		{kind: "principals", name: "issuer with both key sources", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, jwks_url: \"https://login.example.com/k\", key_file: k.pem}\n"},
-		{kind: "principals", name: "issuer without a key source", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a}\n"},
-		{kind: "principals", name: "HMAC algorithm", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [HS256]}\n"},
-		{kind: "principals", name: "none algorithm", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [none]}\n"},
-		{kind: "principals", name: "issuer without an audience", doc: "issuers:\n  - {issuer: \"https://login.example.com\", key_file: k.pem}\n"},
-		{kind: "principals", name: "unknown claim key", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, claims: {email: email}}\n"},
+		{kind: "principals", name: "issuer with both key sources", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, jwks_url: \"https://login.example.com/k\", key_file: k.pem}\n"},
+		{kind: "principals", name: "issuer without a key source", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a}\n"},
+		{kind: "principals", name: "HMAC algorithm", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [HS256]}\n"},
+		{kind: "principals", name: "none algorithm", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, algorithms: [none]}\n"},
+		{kind: "principals", name: "issuer without an audience", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", key_file: k.pem}\n"},
+		{kind: "principals", name: "issuer without a name", doc: "issuers:\n  - {issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: acme}\n"},
+		{kind: "principals", name: "issuer name with a slash", doc: "issuers:\n  - {name: a/b, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: acme}\n"},
+		{kind: "principals", name: "issuer bound to no tenant", doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem}\n"},
+		{kind: "principals", name: "issuer with tenant and tenants", doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: acme, tenants: [acme]}\n"},
+		{kind: "principals", name: "issuer with no tenants", doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenants: []}\n"},
+		{kind: "principals", name: "issuer with a bad tenant", doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: Acme Corp}\n"},
+		{kind: "principals", name: "issuer with a tenant listed twice", doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenants: [acme, acme]}\n"},
+		{kind: "principals", name: "tenant claim of a one-tenant issuer", loaderOnly: true, doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: acme, claims: {tenant: org}}\n"},
+		{kind: "principals", name: "issuer name twice", loaderOnly: true, doc: "issuers:\n  - {name: login, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: acme}\n  - {name: login, issuer: \"https://b.example.com\", audience: a, key_file: k.pem, tenant: beta}\n"},
+		{kind: "principals", name: "issuer twice", loaderOnly: true, doc: "issuers:\n  - {name: a, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: acme}\n  - {name: b, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: beta}\n"},
+		{kind: "principals", name: "unknown claim key", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, claims: {email: email}}\n"},
 
 		{kind: "protocol", name: "valid protocol", valid: true, doc: validProtocol},
 		{kind: "protocol", name: "protocol missing modes", doc: "name: p\ninitial_mode: a\n"},

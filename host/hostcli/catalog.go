@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/internal/textsafe"
 )
 
 func runCatalog(e *env, cmd string, args []string) int {
@@ -30,7 +31,7 @@ func runCatalog(e *env, cmd string, args []string) int {
 		id, err := h.Operator().ForceEpoch(e.ctx, actor, *force, *reason)
 		switch {
 		case errors.Is(err, host.ErrUnknownServer):
-			fmt.Fprintf(e.stderr, "%s catalog: %v\n", e.name, err)
+			fmt.Fprintf(e.stderr, "%s catalog: %s\n", e.name, textsafe.Text(err.Error()))
 			return ExitTrouble
 		case errors.Is(err, host.ErrRateLimited):
 			return refused(e, cmd, err)
@@ -40,7 +41,7 @@ func runCatalog(e *env, cmd string, args []string) int {
 		if c.json {
 			writeJSON(e.stdout, map[string]any{"server": *force, "forced_epoch": id})
 		} else {
-			fmt.Fprintf(e.stdout, "forced epoch %d recorded for %s: serving processes re-pin its tools in every running session\n", id, *force)
+			fmt.Fprintf(e.stdout, "forced epoch %d recorded for %s: serving processes re-pin its tools in every running session\n", id, textsafe.Field(*force))
 		}
 		return ExitOK
 	}

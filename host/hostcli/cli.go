@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 )
@@ -78,7 +79,8 @@ Flags every command takes:
 	--workspace W    the directory workspace.* tools are confined to (default DIR)
 	--json           machine-readable output
 	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise);
-	                 with DIR/principals.yaml it must be declared there, and its tenant is
+	                 with DIR/principals.yaml it must be declared there under local: (a
+	                 token's principal acts only with --token-file), and its tenant is
 	                 the one whose work the command sees and acts on
 	--token-file F   a bearer token proving who acts, verified against principals.yaml
 	--tenant T       the principal's tenant without principals.yaml (default "default")
@@ -302,18 +304,18 @@ func (c *common) openOperator(e *env) (*host.Operator, runtime.Principal, error)
 }
 
 func fail(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "%s %s: %v\n", e.name, cmd, err)
+	fmt.Fprintf(e.stderr, "%s %s: %s\n", e.name, cmd, textsafe.Text(err.Error()))
 	return ExitTrouble
 }
 
 func usageErr(e *env, cmd, msg string) int {
-	fmt.Fprintf(e.stderr, "%s %s: %s\n\n%s", e.name, cmd, msg, e.usage())
+	fmt.Fprintf(e.stderr, "%s %s: %s\n\n%s", e.name, cmd, textsafe.Text(msg), e.usage())
 	return ExitTrouble
 }
 
 // refused reports an operation the operator service refused (exit 1).
 func refused(e *env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "%s %s: %v\n", e.name, cmd, err)
+	fmt.Fprintf(e.stderr, "%s %s: %s\n", e.name, cmd, textsafe.Text(err.Error()))
 	return ExitFailed
 }
 
@@ -323,11 +325,22 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// table prints rows under header, aligned. Every cell is escaped (textsafe.Field): a
+// cell holds ids, names and details a caller or a remote system chose, and a newline,
+// a carriage return or an escape sequence in one would forge or erase rows of the
+// review queues and the audit view (issue 14, finding 9).
 func table(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	line := func(cells []string) {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = textsafe.Field(c)
+		}
+		fmt.Fprintln(tw, strings.Join(out, "\t"))
+	}
+	line(header)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		line(r)
 	}
 	return tw.Flush()
 }
@@ -420,35 +433,39 @@ func upstreamOf(tool string) (string, bool) {
 	return server, ok
 }
 
+// printOutcome prints an outcome for a person. A tool's content and a remote system's
+// detail are text someone else wrote: they keep their lines but lose every control
+// character a terminal would obey (textsafe.Text); ids are escaped as fields.
 func printOutcome(w io.Writer, o runtime.Outcome) {
+	f, t := textsafe.Field, textsafe.Text
 	replay := ""
 	if o.Replayed {
 		replay = " (recorded outcome, not executed again)"
 	}
 	if o.Status != runtime.OutcomeSucceeded {
-		fmt.Fprintf(w, "%s %s: %s%s\n", o.Status, o.ReasonCode, o.Message, replay)
+		fmt.Fprintf(w, "%s %s: %s%s\n", f(string(o.Status)), f(string(o.ReasonCode)), t(o.Message), replay)
 		if o.Retryable {
 			fmt.Fprintln(w, "retryable: yes")
 		}
 		if o.ExternalDetail != nil {
-			fmt.Fprintf(w, "external_detail (%s):\n%s\n", o.ExternalDetail.Trust, o.ExternalDetail.Text)
+			fmt.Fprintf(w, "external_detail (%s):\n%s\n", f(string(o.ExternalDetail.Trust)), t(o.ExternalDetail.Text))
 		}
-		fmt.Fprintf(w, "call_id: %s\n", o.CallID)
+		fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
 		return
 	}
 	fmt.Fprintf(w, "succeeded%s\n", replay)
 	if o.Suspended != nil {
-		fmt.Fprintf(w, "suspended: resume token %s\n", o.Suspended.ResumeToken)
+		fmt.Fprintf(w, "suspended: resume token %s\n", f(o.Suspended.ResumeToken))
 	}
 	if o.Result != nil {
 		for _, it := range o.Result.Content {
-			fmt.Fprintf(w, "[%s] %s\n", it.Trust, it.Text)
+			fmt.Fprintf(w, "[%s] %s\n", f(string(it.Trust)), t(it.Text))
 		}
 		if len(o.Result.Structured) > 0 && len(o.Result.Content) == 0 {
-			fmt.Fprintf(w, "%s\n", o.Result.Structured)
+			fmt.Fprintf(w, "%s\n", t(string(o.Result.Structured)))
 		}
 	}
-	fmt.Fprintf(w, "call_id: %s\n", o.CallID)
+	fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
 }
 
 func runRecover(e *env, cmd string, args []string) int {

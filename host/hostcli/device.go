@@ -4,11 +4,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/mcp/device"
 )
+
+// escapingWriter writes text with its control characters escaped (textsafe.Text), for
+// logs that quote what other systems said.
+type escapingWriter struct{ w io.Writer }
+
+func (e escapingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.w, textsafe.Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // runDevice is toolrun device: the device side of the device channel (mcp/device). It
 // dials the gateway (`toolrun serve --http` accepts devices at device.ConnectPath),
@@ -41,10 +54,11 @@ func runDevice(e *env, cmd string, args []string) int {
 	if token == "" {
 		return fail(e, cmd, fmt.Errorf("%s is empty", *tokenFile))
 	}
-	err = device.Run(e.ctx, device.RunOptions{Gateway: *gateway, ID: *id, Token: token, Command: command, Log: e.stderr})
+	// The device's log carries the gateway's and the local server's words.
+	err = device.Run(e.ctx, device.RunOptions{Gateway: *gateway, ID: *id, Token: token, Command: command, Log: escapingWriter{e.stderr}})
 	switch {
 	case errors.Is(err, device.ErrRefused):
-		fmt.Fprintf(e.stderr, "%s device: %v\n", e.name, err)
+		fmt.Fprintf(e.stderr, "%s device: %s\n", e.name, textsafe.Text(err.Error()))
 		return ExitFailed
 	case err != nil && e.ctx.Err() == nil:
 		return fail(e, cmd, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/internal/events"
+	"github.com/toolgen/toolgen/internal/textsafe"
 )
 
 // runEvents is toolrun events: it follows the event stream of a `toolrun serve --http`
@@ -37,7 +38,7 @@ func runEvents(e *env, cmd string, args []string) int {
 		return usageErr(e, cmd, "want --url http://ADDR of toolrun serve --http")
 	}
 	opts := []events.FollowOption{events.OnRetry(func(err error, wait time.Duration) {
-		fmt.Fprintf(e.stderr, "%s events: %v; reconnecting in %s\n", e.name, err, wait)
+		fmt.Fprintf(e.stderr, "%s events: %s; reconnecting in %s\n", e.name, textsafe.Text(err.Error()), wait)
 	})}
 	if *tokenFile != "" {
 		raw, err := os.ReadFile(*tokenFile)
@@ -61,7 +62,7 @@ func runEvents(e *env, cmd string, args []string) int {
 		}, opts...)
 	switch {
 	case errors.Is(err, events.ErrRefused):
-		fmt.Fprintf(e.stderr, "%s events: %v\n", e.name, err)
+		fmt.Fprintf(e.stderr, "%s events: %s\n", e.name, textsafe.Text(err.Error()))
 		return ExitTrouble
 	case err != nil && e.ctx.Err() == nil:
 		return fail(e, cmd, err)
@@ -70,13 +71,14 @@ func runEvents(e *env, cmd string, args []string) int {
 }
 
 // eventLine is an event on one line: its id and kind, then key=value for each field
-// that is set, in a fixed order.
+// that is set, in a fixed order. Every value is escaped (textsafe.Field): the stream
+// carries ids callers chose, and an event line must stay one line.
 func eventLine(ev events.Event) string {
 	var b strings.Builder
-	b.WriteString(ev.ID + " " + ev.Kind)
+	b.WriteString(textsafe.Field(ev.ID) + " " + textsafe.Field(ev.Kind))
 	field := func(k, v string) {
 		if v != "" && v != "0" {
-			b.WriteString(" " + k + "=" + v)
+			b.WriteString(" " + k + "=" + textsafe.Field(v))
 		}
 	}
 	field("invocation", strconv.FormatInt(ev.InvocationID, 10))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/internal/textsafe"
 )
 
 func runApprovals(e *env, cmd string, args []string) int {
@@ -65,7 +66,7 @@ func runDecide(e *env, cmd string, args []string) int {
 	if c.json {
 		writeJSON(e.stdout, map[string]any{"id": id, "tool": inv.Tool, "decision": verb, "by": actor.ID})
 	} else {
-		fmt.Fprintf(e.stdout, "invocation %d (%s) %s by %s; the caller's retry of the same call finds the decision\n", id, inv.Tool, verb, actor.ID)
+		fmt.Fprintf(e.stdout, "invocation %d (%s) %s by %s; the caller's retry of the same call finds the decision\n", id, textsafe.Field(inv.Tool), verb, textsafe.Field(actor.ID))
 	}
 	return ExitOK
 }
@@ -121,7 +122,7 @@ func runResolve(e *env, cmd string, args []string) int {
 	if c.json {
 		writeJSON(e.stdout, rowJSON(inv))
 	} else {
-		fmt.Fprintf(e.stdout, "invocation %d (%s) resolved: %s, by %s\n", id, inv.Tool, inv.Resolution, actor.ID)
+		fmt.Fprintf(e.stdout, "invocation %d (%s) resolved: %s, by %s\n", id, textsafe.Field(inv.Tool), textsafe.Field(inv.Resolution), textsafe.Field(actor.ID))
 	}
 	return ExitOK
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/spec"
 )
@@ -47,11 +48,12 @@ type staticToken struct {
 type issuer struct {
 	conf     *spec.Issuer
 	verifier *oidc.IDTokenVerifier
+	keys     *jwksKeySet // nil for a key_file issuer
 }
 
 // New builds the verifier of p. Key files are read from root (the spec root). A JWKS
 // URL is fetched when a token of that issuer first needs it, and again when a token
-// names a key it does not hold (go-oidc's remote key set).
+// names a key it does not hold — at most once per JWKSRefetchInterval per issuer.
 func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error) {
 	v := &Verifier{issuers: map[string]*issuer{}, local: map[string]runtime.Principal{}}
 	if p == nil {
@@ -63,15 +65,16 @@ func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error)
 			return nil, fmt.Errorf("principal %s: token_sha256 is not a SHA-256 digest", t.ID)
 		}
 		v.static = append(v.static, staticToken{digest: [sha256.Size]byte(b), principal: principalOf(t)})
-		v.local[t.ID] = principalOf(t)
 	}
 	for _, l := range p.Local {
 		v.local[l.ID] = principalOf(l)
 	}
 	for _, is := range p.Issuers {
 		var keys oidc.KeySet
+		var remote *jwksKeySet
 		if is.JWKSURL != "" {
-			keys = oidc.NewRemoteKeySet(context.WithoutCancel(ctx), is.JWKSURL)
+			remote = newJWKSKeySet(ctx, is.JWKSURL, is.Algorithms)
+			keys = remote
 		} else {
 			pub, err := readPublicKey(root, is.KeyFile)
 			if err != nil {
@@ -79,7 +82,7 @@ func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error)
 			}
 			keys = &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{pub}}
 		}
-		v.issuers[is.Issuer] = &issuer{conf: is, verifier: oidc.NewVerifier(is.Issuer, keys, &oidc.Config{
+		v.issuers[is.Issuer] = &issuer{conf: is, keys: remote, verifier: oidc.NewVerifier(is.Issuer, keys, &oidc.Config{
 			ClientID: is.Audience, SupportedSigningAlgs: slices.Clone(is.Algorithms),
 		})}
 	}
@@ -119,8 +122,10 @@ func readPublicKey(root fs.FS, name string) (crypto.PublicKey, error) {
 	return nil, fmt.Errorf("key_file %s: a %q PEM block; want PUBLIC KEY or CERTIFICATE (never a private key)", name, block.Type)
 }
 
-// Local returns the declared principal id (a token's or a local one), for stdio and the
-// operator's toolrun commands, where the operator names who acts.
+// Local returns the principal declared under local: with that id, for stdio and the
+// operator's toolrun commands, where the operator names who acts without a proof. A
+// static token's principal is not one (issue 14, finding 6): whoever acts as it shows
+// its token, so naming a bot's id on the command line never borrows the bot's scopes.
 func (v *Verifier) Local(id string) (runtime.Principal, bool) {
 	p, ok := v.local[id]
 	return p, ok
@@ -184,20 +189,46 @@ func why(err error) string {
 		return "wrong audience"
 	case strings.Contains(err.Error(), "issued by a different provider"):
 		return "wrong issuer"
+	case strings.Contains(err.Error(), errUnknownKey.Error()):
+		return "unknown signing key"
 	case strings.Contains(err.Error(), "signature"), strings.Contains(err.Error(), "signing"):
 		return "signature not verified"
 	}
 	return "token not verified"
 }
 
-// principal maps verified claims to a principal.
+// MaxSubjectBytes bounds a token's id claim; with its issuer's name (at most 32 bytes)
+// and the separator a token principal's id stays within the 256 bytes of an id.
+const MaxSubjectBytes = 200
+
+// principal maps verified claims to a principal (issue 14, findings 6 and 9):
+//   - its id is the issuer's name, "/", the id claim: never equal to a static or local
+//     principal's id (they hold no "/"), nor to another issuer's principal;
+//   - the id claim is printable ASCII without spaces, at most MaxSubjectBytes: it is
+//     printed in the audit view and the review queues, where a newline or an escape
+//     sequence would forge or erase lines;
+//   - its tenant is the issuer's bound tenant, or the tenant claim when it is one of
+//     the issuer's tenants: an identity provider cannot speak for another tenant.
 func (is *issuer) principal(claims map[string]any) (runtime.Principal, error) {
-	id, _ := claims[is.conf.IDClaim].(string)
-	tenant, _ := claims[is.conf.TenantClaim].(string)
-	if id == "" || tenant == "" {
-		return runtime.Principal{}, fmt.Errorf("the token has no %q or %q claim", is.conf.IDClaim, is.conf.TenantClaim)
+	sub, _ := claims[is.conf.IDClaim].(string)
+	if sub == "" {
+		return runtime.Principal{}, fmt.Errorf("the token has no %q claim", is.conf.IDClaim)
 	}
-	p := runtime.Principal{ID: id, Tenant: tenant, Scopes: []string{}, Claims: map[string]string{}}
+	if err := textsafe.CheckID(sub, MaxSubjectBytes); err != nil {
+		return runtime.Principal{}, fmt.Errorf("the token's %q claim %v", is.conf.IDClaim, err)
+	}
+	tenant := is.conf.Tenant
+	if tenant == "" {
+		tenant, _ = claims[is.conf.TenantClaim].(string)
+		if tenant == "" {
+			return runtime.Principal{}, fmt.Errorf("the token has no %q claim", is.conf.TenantClaim)
+		}
+		if !is.conf.AssertsTenant(tenant) {
+			// The claim's value may be anything: it is not repeated.
+			return runtime.Principal{}, fmt.Errorf("the token's %q claim names a tenant issuer %s does not speak for", is.conf.TenantClaim, is.conf.Name)
+		}
+	}
+	p := runtime.Principal{ID: spec.TokenPrincipalID(is.conf.Name, sub), Tenant: tenant, Scopes: []string{}, Claims: map[string]string{}}
 	for k, v := range claims { // for arguments bound to principal.claims.NAME
 		if s, ok := v.(string); ok {
 			p.Claims[k] = s

@@ -87,9 +87,11 @@ func principalsFile(t testing.TB) *spec.Principals {
 local:
   - {id: operator, tenant: acme, scopes: [review.approve]}
 issuers:
-  - issuer: ` + issuerURL + `
+  - name: login
+    issuer: ` + issuerURL + `
     audience: ` + audience + `
     key_file: keys/login.pem
+    tenants: [acme, beta]
 `
 	p, diags := spec.LoadPrincipals("principals.yaml", "principals.yaml", []byte(doc))
 	if len(diags) > 0 {
@@ -113,7 +115,7 @@ func TestVerify(t *testing.T) {
 	ctx := context.Background()
 
 	p, exp, err := v.Verify(ctx, is.sign(t, valid()))
-	if err != nil || p.ID != "ana" || p.Tenant != "acme" || strings.Join(p.Scopes, " ") != "notes.read notes.write" || exp.IsZero() {
+	if err != nil || p.ID != "login/ana" || p.Tenant != "acme" || strings.Join(p.Scopes, " ") != "notes.read notes.write" || exp.IsZero() {
 		t.Fatalf("valid JWT: %+v, %v, %v", p, exp, err)
 	}
 	p, exp, err = v.Verify(ctx, staticToken)
@@ -122,6 +124,15 @@ func TestVerify(t *testing.T) {
 	}
 	if p, ok := v.Local("operator"); !ok || p.Tenant != "acme" {
 		t.Fatalf("local principal: %+v %v", p, ok)
+	}
+	// A static token's principal is not local: acting as it needs its token.
+	if p, ok := v.Local("ci-bot"); ok {
+		t.Fatalf("Local(ci-bot) = %+v: a token principal acted without its token", p)
+	}
+	beta := valid()
+	beta.Tenant = "beta"
+	if p, _, err := v.Verify(ctx, is.sign(t, beta)); err != nil || p.Tenant != "beta" || p.ID != "login/ana" {
+		t.Fatalf("a token of the issuer's other tenant: %+v, %v", p, err)
 	}
 
 	expired := valid()
@@ -132,6 +143,16 @@ func TestVerify(t *testing.T) {
 	wrongIss.Issuer = "https://evil.example.com"
 	noTenant := valid()
 	noTenant.Tenant = ""
+	otherTenant := valid()
+	otherTenant.Tenant = "globex" // not one of the issuer's tenants
+	newline := valid()
+	newline.Subject = "ana\n2026-01-01T00:00:00Z  approval  -  root"
+	escape := valid()
+	escape.Subject = "ana\x1b[1A\x1b[2K"
+	space := valid()
+	space.Subject = "ana smith"
+	long := valid()
+	long.Subject = strings.Repeat("a", identity.MaxSubjectBytes+1)
 	other := newIssuer(t)
 
 	good := is.sign(t, valid())
@@ -156,6 +177,11 @@ func TestVerify(t *testing.T) {
 		"wrong issuer":              is.sign(t, wrongIss),
 		"signed by another key":     other.sign(t, valid()),
 		"no tenant claim":           is.sign(t, noTenant),
+		"a tenant not the issuer's": is.sign(t, otherTenant),
+		"subject with a newline":    is.sign(t, newline),
+		"subject with escapes":      is.sign(t, escape),
+		"subject with a space":      is.sign(t, space),
+		"subject too long":          is.sign(t, long),
 		"payload swapped":           parts[0] + "." + strings.Split(is.sign(t, wrongAud), ".")[1] + "." + parts[2],
 		"static token, one off":     staticToken + "x",
 		"oversized":                 strings.Repeat("a", identity.MaxTokenBytes+1),
@@ -166,6 +192,9 @@ func TestVerify(t *testing.T) {
 		}
 		if tok != "" && len(tok) > 8 && strings.Contains(err.Error(), tok) {
 			t.Errorf("%s: the error repeats the token", name)
+		}
+		if strings.ContainsAny(err.Error(), "\n\x1b") || strings.Contains(err.Error(), "globex") {
+			t.Errorf("%s: the error repeats a claim: %q", name, err)
 		}
 	}
 }
@@ -216,7 +245,7 @@ func FuzzVerify(f *testing.F) {
 		// claims be the issued ones.
 		parsed, perr := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
 		var c claims
-		if perr != nil || parsed.Claims(&is.key.PublicKey, &c) != nil || c.Subject != "ana" || p.ID != "ana" {
+		if perr != nil || parsed.Claims(&is.key.PublicKey, &c) != nil || c.Subject != "ana" || p.ID != "login/ana" {
 			t.Fatalf("accepted a token that does not verify: %q", token)
 		}
 	})
@@ -235,7 +264,7 @@ func TestVerifyWithJWKS(t *testing.T) {
 		w.Write(jwks)
 	}))
 	defer srv.Close()
-	doc := "issuers:\n  - issuer: " + issuerURL + "\n    audience: " + audience + "\n    jwks_url: " + srv.URL + "/jwks\n"
+	doc := "issuers:\n  - name: login\n    issuer: " + issuerURL + "\n    audience: " + audience + "\n    jwks_url: " + srv.URL + "/jwks\n    tenant: acme\n"
 	p, diags := spec.LoadPrincipals("principals.yaml", "principals.yaml", []byte(doc))
 	if len(diags) > 0 {
 		t.Fatal(diags)
@@ -245,10 +274,59 @@ func TestVerifyWithJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _, err := v.Verify(context.Background(), is.sign(t, valid()))
-	if err != nil || got.ID != "ana" || got.Claims["tenant"] != "acme" {
+	if err != nil || got.ID != "login/ana" || got.Tenant != "acme" || got.Claims["tenant"] != "acme" {
 		t.Fatalf("JWKS-verified token: %+v, %v", got, err)
 	}
 	if _, _, err := v.Verify(context.Background(), newIssuer(t).sign(t, valid())); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("a token of another key: %v", err)
+	}
+}
+
+// TestVerify_OneTenantIssuer: an issuer bound to one tenant makes every principal it
+// proves a principal of that tenant, whatever its tokens claim (issue 14, finding 6),
+// and its principals' ids are namespaced by its name, so a token whose subject is
+// another issuer's principal, or a static or local id, never becomes that principal.
+func TestVerify_OneTenantIssuer(t *testing.T) {
+	acme, beta := newIssuer(t), newIssuer(t)
+	doc := `local:
+  - {id: a-op, tenant: acme, scopes: [approvals.decide]}
+issuers:
+  - name: acme-login
+    issuer: https://login.acme.example
+    audience: toolgen
+    key_file: keys/acme.pem
+    tenant: acme
+  - name: beta-login
+    issuer: https://login.beta.example
+    audience: toolgen
+    key_file: keys/beta.pem
+    tenant: beta
+`
+	p, diags := spec.LoadPrincipals("principals.yaml", "principals.yaml", []byte(doc))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	v, err := identity.New(context.Background(), p, fstest.MapFS{"keys/acme.pem": {Data: acme.pubPEM}, "keys/beta.pem": {Data: beta.pubPEM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// beta's identity provider mints a token for acme's approver, claiming acme.
+	forged := valid()
+	forged.Issuer, forged.Subject, forged.Tenant, forged.Scope = "https://login.beta.example", "a-op", "acme", "approvals.decide"
+	got, _, err := v.Verify(context.Background(), beta.sign(t, forged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tenant != "beta" || got.ID != "beta-login/a-op" {
+		t.Fatalf("beta's token for a-op of acme: %+v, want beta-login/a-op of tenant beta", got)
+	}
+	real := forged
+	real.Issuer = "https://login.acme.example"
+	if got, _, err := v.Verify(context.Background(), acme.sign(t, real)); err != nil || got.ID != "acme-login/a-op" || got.Tenant != "acme" {
+		t.Fatalf("acme's own token: %+v, %v", got, err)
+	}
+	// The issuers' keys are not interchangeable.
+	if _, _, err := v.Verify(context.Background(), beta.sign(t, real)); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("beta's key signing acme's issuer: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func TestCall_RoundTrip(t *testing.T) {
 		if session == "" || metaString(res.Meta, server.MetaRunID) != session || res.Meta[server.MetaStep] != float64(0) {
 			t.Errorf("ids %v: want a session, run = session, step 0", res.Meta)
 		}
-		if got, want := metaString(res.Meta, server.MetaCallID), server.DerivedCallID("demo.read", json.RawMessage(`{"n":7}`)); got != want {
+		if got, want := metaString(res.Meta, server.MetaCallID), server.DerivedCallID(testCallIDSecret, "demo.read", json.RawMessage(`{"n":7}`)); got != want {
 			t.Errorf("call id %q, want the derived %q", got, want)
 		}
 		again := call(t, cs, "demo__read", map[string]any{"n": 7}, nil)
@@ -98,7 +98,7 @@ func TestCall_NotInModeDenied(t *testing.T) {
 		cs := connect(nil)
 		res := call(t, cs, "demo__other", map[string]any{"n": 1}, nil)
 		s := wantReason(t, res, "denied", "not_in_mode")
-		if s.Retryable || s.CallID != server.DerivedCallID("demo.other", json.RawMessage(`{"n":1}`)) || string(s.ExternalDetail) != "null" {
+		if s.Retryable || s.CallID != server.DerivedCallID(testCallIDSecret, "demo.other", json.RawMessage(`{"n":1}`)) || string(s.ExternalDetail) != "null" {
 			t.Errorf("shape %+v", s)
 		}
 		if n := e.tools["demo.other"].execs.Load(); n != 0 {
@@ -143,13 +143,16 @@ func TestCall_HostileArguments(t *testing.T) {
 	if res.IsError {
 		t.Errorf("arguments null: %s, want a success (null is {})", dump(res))
 	}
-	if got, want := metaString(res.Meta, server.MetaCallID), server.DerivedCallID("demo.read", nil); got != want {
+	if got, want := metaString(res.Meta, server.MetaCallID), server.DerivedCallID(testCallIDSecret, "demo.read", nil); got != want {
 		t.Errorf("null arguments: call id %q, want %q (the id of {})", got, want)
 	}
 	for _, m := range []mcp.Meta{
 		{server.MetaStep: "abc"}, {server.MetaStep: -1}, {server.MetaStep: 1.5}, {server.MetaStep: 1e12},
 		{server.MetaSessionID: 7}, {server.MetaRunID: ""}, {server.MetaCallID: strings.Repeat("c", server.MaxIDBytes+1)},
 		{server.MetaCallID: []any{"x"}},
+		// Issue 14, finding 9: ids a reviewer's terminal would obey.
+		{server.MetaCallID: "c1\nFORGED audit line"}, {server.MetaSessionID: "s\r\x1b[2K"},
+		{server.MetaRunID: "run\u202eevil"}, {server.MetaCallID: "has space"}, {server.MetaSessionID: "tab\there"},
 	} {
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "demo__read", Arguments: map[string]any{}, Meta: m})
 		var je *jsonrpc.Error
@@ -279,5 +282,24 @@ func TestCall_StoreFailureIsInternalError(t *testing.T) {
 	wantReason(t, res, "failed", "internal_error")
 	if strings.Contains(dump(res), "disk on fire") || strings.Contains(dump(res), "secret") {
 		t.Errorf("internal text leaked: %s", dump(res))
+	}
+}
+
+// TestDerivedCallID_KeyedBySecret: the derived id depends on the secret, so it is no
+// offline oracle for the arguments (issue 14, finding 5); with one secret it is stable.
+func TestDerivedCallID_KeyedBySecret(t *testing.T) {
+	args := json.RawMessage(`{"path":"secret-plan.txt"}`)
+	a := server.DerivedCallID([]byte("deployment-secret-one-0123456789"), "workspace.read_text", args)
+	if again := server.DerivedCallID([]byte("deployment-secret-one-0123456789"), "workspace.read_text", json.RawMessage(` { "path" : "secret-plan.txt" } `)); again != a {
+		t.Errorf("same secret, same call: %s then %s", a, again)
+	}
+	if b := server.DerivedCallID([]byte("deployment-secret-two-0123456789"), "workspace.read_text", args); b == a {
+		t.Errorf("another secret derives the same id %s", a)
+	}
+	if c := server.DerivedCallID(nil, "workspace.read_text", args); c == a {
+		t.Errorf("no secret derives the secret's id %s", a)
+	}
+	if !strings.HasPrefix(a, "auto-") || len(a) != len("auto-")+16 {
+		t.Errorf("id %q: want auto- and 16 hex digits", a)
 	}
 }

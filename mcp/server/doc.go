@@ -42,14 +42,19 @@
 // the request's _meta when the client sends them — io.toolgen/session_id,
 // io.toolgen/run_id, io.toolgen/step (an integer >= 0, or a string of decimal digits,
 // since some clients can only send strings) and io.toolgen/call_id (strings of 1 to
-// 256 bytes). Each missing one has a default: the session id is the MCP session (the
-// HTTP Mcp-Session-Id; for a connection served by [Server.Serve] or
+// 256 bytes of printable ASCII without spaces: ids are printed in the review queues,
+// the audit view and the event stream, where a newline would forge a line and an
+// escape sequence erase one). Each missing one has a default: the session id is the
+// MCP session (the HTTP Mcp-Session-Id; for a connection served by [Server.Serve] or
 // [Server.ServeStdio], Options.SessionID or else a random id per connection); the run
 // id is the session id; the step is 0; the call id is derived from the content,
-// [DerivedCallID]: "auto-" + the first 16 hex digits of SHA-256(registry tool name +
-// canonical JSON of the arguments), where absent or null arguments count as {}.
-// tools/list honours io.toolgen/session_id the same way. A malformed id is a JSON-RPC
-// invalid-params error: it is the client's protocol mistake, not a call.
+// [DerivedCallID]: "auto-" + the first 16 hex digits of HMAC-SHA256 keyed with
+// Options.CallIDSecret over the registry tool name and the canonical JSON of the
+// arguments, where absent or null arguments count as {}. Keyed, because call ids are
+// published (events, results, review queues): a plain hash would let anyone who reads
+// one confirm guessed arguments offline. tools/list honours io.toolgen/session_id the
+// same way. A malformed id is a JSON-RPC invalid-params error: it is the client's
+// protocol mistake, not a call.
 //
 // # Whose session (SES-1)
 //
@@ -70,7 +75,8 @@
 // can never consume this one's approval. A client that wants two distinct identical
 // calls sends call ids. A client that retries on a new connection (a new MCP session)
 // sends io.toolgen/session_id or io.toolgen/run_id (the derived call id does not
-// depend on the connection), or the retry is a new call.
+// depend on the connection, nor on the process, when every server on the store has
+// the store's secret), or the retry is a new call.
 //
 // # Trust (RT-6)
 //

@@ -173,7 +173,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	opts := server.Options{
 		Pipeline: e.p, Registry: e.reg, Modes: modes, Principal: alice, Workspace: e.ws,
-		ProgressInterval: -1,
+		ProgressInterval: -1, CallIDSecret: testCallIDSecret,
 	}
 	if cfg.opts != nil {
 		cfg.opts(&opts)
@@ -184,6 +184,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	return e
 }
+
+// testCallIDSecret keys the derived call ids of the test servers.
+var testCallIDSecret = []byte("test-call-id-secret-0123456789ab")
 
 // progressLog collects the progress notifications a client receives.
 type progressLog struct {

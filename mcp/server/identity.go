@@ -3,16 +3,18 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -49,11 +51,18 @@ type identity struct {
 }
 
 // DerivedCallID is the call id of a call whose client sent none: "auto-" + the first
-// 16 hex digits of SHA-256(tool + canonical JSON of args), tool being the registry
-// name. Absent, empty or null arguments count as {}, as the pipeline reads them.
-// Arguments that are not canonical JSON (the pipeline denies them invalid_arguments)
-// are hashed as they are.
-func DerivedCallID(tool string, args json.RawMessage) string {
+// 16 hex digits of HMAC-SHA256(secret, length-prefixed tool + canonical JSON of args),
+// tool being the registry name. Absent, empty or null arguments count as {}, as the
+// pipeline reads them. Arguments that are not canonical JSON (the pipeline denies them
+// invalid_arguments) are hashed as they are.
+//
+// It is keyed (issue 14, finding 5): the ids are published (in /events, in results,
+// in the review queues), and a plain hash of the tool and its arguments would let
+// anyone who reads one test guessed arguments offline — which file, which recipient —
+// and replay the id. secret is a per-deployment secret every host on one store
+// shares (the host reads it from the store), so every process derives the same id
+// for the same call and a retry through another process still finds its record.
+func DerivedCallID(secret []byte, tool string, args json.RawMessage) string {
 	raw := bytes.TrimSpace(args)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
@@ -61,11 +70,17 @@ func DerivedCallID(tool string, args json.RawMessage) string {
 	if canon, err := runtime.CanonicalJSON(raw); err == nil {
 		raw = canon
 	}
-	h := sha256.New()
+	h := hmac.New(sha256.New, secret)
+	// The tool's length first: "a" + "b{}" and "ab" + "{}" are different calls.
+	h.Write(binary.AppendUvarint(nil, uint64(len(tool))))
 	h.Write([]byte(tool))
 	h.Write(raw)
 	return "auto-" + hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// CallIDSecretBytes is the size of the secret New draws when Options.CallIDSecret is
+// empty, and the least a host should store.
+const CallIDSecretBytes = 32
 
 // sessionOf is the session a request belongs to: _meta io.toolgen/session_id, else the
 // connection's default (Serve), else the MCP session id (HTTP Mcp-Session-Id).
@@ -144,7 +159,7 @@ func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp
 	if err != nil {
 		return id, err
 	}
-	id.CallID = DerivedCallID(tool, args)
+	id.CallID = DerivedCallID(s.opts.CallIDSecret, tool, args)
 	if ok {
 		id.CallID = call
 	}
@@ -152,15 +167,20 @@ func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp
 }
 
 // metaID reads a string id from _meta: absent is (ok false); present, it must be a
-// string of 1 to MaxIDBytes bytes of valid UTF-8.
+// string of 1 to MaxIDBytes bytes of printable ASCII without spaces (textsafe.CheckID):
+// ids are printed in the review queues, the audit view and the event stream, where a
+// newline would forge a line and an escape sequence erase one (issue 14, finding 9).
 func metaID(meta mcp.Meta, key string) (string, bool, error) {
 	v, present := meta[key]
 	if !present {
 		return "", false, nil
 	}
 	s, isString := v.(string)
-	if !isString || s == "" || len(s) > MaxIDBytes || !utf8.ValidString(s) {
-		return "", false, invalidParams("_meta %q must be a non-empty UTF-8 string of at most %d bytes", key, MaxIDBytes)
+	if !isString {
+		return "", false, invalidParams("_meta %q must be a string of 1 to %d bytes, %s", key, MaxIDBytes, textsafe.IDAlphabet)
+	}
+	if err := textsafe.CheckID(s, MaxIDBytes); err != nil {
+		return "", false, invalidParams("_meta %q %v (1 to %d bytes, %s)", key, err, MaxIDBytes, textsafe.IDAlphabet)
 	}
 	return s, true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgen/toolgen/internal/lru"
+	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -54,6 +56,12 @@ type Options struct {
 	// to its principal, which then is the caller instead of Principal. A request that
 	// carries a TokenInfo PrincipalOf cannot map is refused.
 	PrincipalOf func(*auth.TokenInfo) (runtime.Principal, bool)
+	// CallIDSecret keys the derived call ids of calls that send none (DerivedCallID).
+	// Give every server on one store the same secret (the host reads it from the
+	// store): a retry through another process then finds its record. Empty draws a
+	// random one for this Server, so its derived ids differ from every other process's
+	// and do not survive a restart.
+	CallIDSecret []byte
 	// Workspace is the workspace root of the calls (runtime.Call.Workspace).
 	Workspace string
 	// SessionID, when set, is the session of every connection served by Serve and
@@ -111,6 +119,17 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("mcp/server: Options.Registry is required")
 	case opts.Principal.ID == "":
 		return nil, errors.New("mcp/server: Options.Principal needs an ID (the operator names the caller)")
+	}
+	if opts.SessionID != "" {
+		if err := textsafe.CheckID(opts.SessionID, MaxIDBytes); err != nil {
+			return nil, fmt.Errorf("mcp/server: Options.SessionID %w (%s)", err, textsafe.IDAlphabet)
+		}
+	}
+	if len(opts.CallIDSecret) == 0 {
+		opts.CallIDSecret = make([]byte, CallIDSecretBytes)
+		rand.Read(opts.CallIDSecret)
+	} else {
+		opts.CallIDSecret = slices.Clone(opts.CallIDSecret)
 	}
 	if opts.Name == "" {
 		opts.Name = DefaultName

@@ -260,7 +260,7 @@ func TestInspectorCLI_ListAndCall(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &res); err != nil {
 		t.Fatalf("inspector output %q: %v", out, err)
 	}
-	if res.IsError || res.StructuredContent["n"] != float64(4) || res.Meta[server.MetaCallID] != server.DerivedCallID("demo.read", json.RawMessage(`{"n":4}`)) {
+	if res.IsError || res.StructuredContent["n"] != float64(4) || res.Meta[server.MetaCallID] != server.DerivedCallID(testCallIDSecret, "demo.read", json.RawMessage(`{"n":4}`)) {
 		t.Errorf("inspector tools/call: %s", out)
 	}
 	denied := run("--method", "tools/call", "--tool-name", "demo__other", "--tool-arg", "n=4")

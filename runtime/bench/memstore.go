@@ -27,6 +27,8 @@ type MemStore struct {
 	byID   map[int64]*store.Invocation
 	nextID int64
 	pins   map[[2]string][]store.ToolPin // (tenant, session) -> pinned catalog
+	// secrets are the deployment secrets (DeploymentSecretGetOrCreate).
+	secrets map[string][]byte
 }
 
 var _ store.Store = (*MemStore)(nil)
@@ -271,4 +273,20 @@ func (m *MemStore) InvocationReleaseIfLeased(_ context.Context, f store.Fence) e
 	inv.Status, inv.LeaseOwner, inv.LeaseExpiresAt, inv.EffectSentAt = store.StatusPending, "", nil, nil
 	inv.UpdatedAt = time.Now().UTC()
 	return nil
+}
+
+func (m *MemStore) DeploymentSecretGetOrCreate(_ context.Context, name string, candidate []byte) ([]byte, error) {
+	if err := store.ValidateDeploymentSecret(name, candidate); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.secrets == nil {
+		m.secrets = map[string][]byte{}
+	}
+	if s, ok := m.secrets[name]; ok {
+		return s, nil
+	}
+	m.secrets[name] = append([]byte(nil), candidate...)
+	return m.secrets[name], nil
 }

@@ -38,6 +38,18 @@ func ValidateLease(owner string, lease time.Duration) error {
 	return nil
 }
 
+// MinSecretBytes is the shortest deployment secret a store keeps.
+const MinSecretBytes = 16
+
+// ValidateDeploymentSecret reports whether name and candidate can be stored as a
+// deployment secret (ErrInvalid if not).
+func ValidateDeploymentSecret(name string, candidate []byte) error {
+	if name == "" || len(candidate) < MinSecretBytes {
+		return fmt.Errorf("%w: a deployment secret needs a name and at least %d bytes", ErrInvalid, MinSecretBytes)
+	}
+	return nil
+}
+
 // ValidateResolution reports whether resolution and by record a review (ErrInvalid if not).
 func ValidateResolution(resolution, by string) error {
 	if resolution != ResolutionHappened && resolution != ResolutionDidNotHappen {

@@ -642,5 +642,11 @@ type Store interface {
 	// last cursor misses nothing. ErrInvalid for a cursor this driver never formats.
 	EventList(ctx context.Context, f EventFilter) ([]Event, error)
 
+	// DeploymentSecretGetOrCreate returns the secret stored under name, storing
+	// candidate first when there is none: every host on one store gets the same bytes,
+	// whichever asked first (the key of the derived call ids, issue 14). One commit.
+	// ErrInvalid for an empty name or a candidate shorter than MinSecretBytes.
+	DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error)
+
 	Close() error
 }

@@ -53,6 +53,9 @@
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
 //	EGRESS_HOST_ADDED                weakens   policy    a host added to egress.allow
 //	BOUND_REMOVED                    weakens   tool      an argument no longer bound (the model supplies it), or bound to another source
+//	ISSUER_ADDED                     weakens   issuer    an OIDC/JWT issuer added to principals.yaml: its tokens now prove principals
+//	ISSUER_TENANTS_WIDENED           weakens   issuer    an issuer may now speak for a tenant it could not (tenant/tenants binding widened)
+//	ISSUER_CHANGED                   weakens   issuer    an issuer's iss, audience, keys (jwks_url, key_file), id or tenant claim changed, or an algorithm added
 //	TOOL_REMOVED                     breaking  tool      a tool removed (a rename is a removal and an addition)
 //	ARG_REMOVED                      breaking  tool      an argument (or nested property) removed
 //	ARG_TYPE_CHANGED                 breaking  tool      an argument's type changed
@@ -80,6 +83,7 @@
 //	POLICY_RULE_ADDED                info      policy    an approve_when or deny_when rule added
 //	POLICY_ALLOW_RULE_REMOVED        info      policy    an allow_when rule removed (it only narrows)
 //	EGRESS_HOST_REMOVED              info      policy    a host removed from egress.allow
+//	ISSUER_REMOVED                   info      issuer    an issuer removed from principals.yaml
 //
 // The behaviour-affecting fields of VERSION_NOT_BUMPED (the idempotency key includes the
 // version, so a recorded result of the old behaviour must not answer a call of the new

@@ -42,6 +42,9 @@ var Rules = []Rule{
 	{"POLICY_ALLOW_RULE_ADDED", Weakens, []string{"policy"}},
 	{"EGRESS_HOST_ADDED", Weakens, []string{"policy"}},
 	{"BOUND_REMOVED", Weakens, []string{"tool"}},
+	{"ISSUER_ADDED", Weakens, []string{"issuer"}},
+	{"ISSUER_TENANTS_WIDENED", Weakens, []string{"issuer"}},
+	{"ISSUER_CHANGED", Weakens, []string{"issuer"}},
 	{"TOOL_REMOVED", Breaking, []string{"tool"}},
 	{"ARG_REMOVED", Breaking, []string{"tool"}},
 	{"ARG_TYPE_CHANGED", Breaking, []string{"tool"}},
@@ -69,6 +72,7 @@ var Rules = []Rule{
 	{"POLICY_RULE_ADDED", Info, []string{"policy"}},
 	{"POLICY_ALLOW_RULE_REMOVED", Info, []string{"policy"}},
 	{"EGRESS_HOST_REMOVED", Info, []string{"policy"}},
+	{"ISSUER_REMOVED", Info, []string{"issuer"}},
 }
 
 // LookupRule returns the rule named name.

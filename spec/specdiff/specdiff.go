@@ -35,10 +35,10 @@ func (l Location) String() string { return fmt.Sprintf("%s:%d:%d", l.File, l.Lin
 type Finding struct {
 	Rule     string   `json:"rule"`
 	Severity Severity `json:"severity"`
-	// Kind is what Subject names: tool, server, protocol or policy.
+	// Kind is what Subject names: tool, server, device, protocol, policy or issuer.
 	Kind string `json:"kind"`
-	// Subject is the tool name, server id, protocol name, or policy rule name
-	// ("egress" for the egress allowlist).
+	// Subject is the tool name, server id, device id, protocol name, policy rule name
+	// ("egress" for the egress allowlist) or issuer name.
 	Subject string    `json:"subject"`
 	Message string    `json:"message"`
 	Cur     *Location `json:"current,omitempty"`
@@ -75,6 +75,7 @@ func Compare(prev, cur *spec.Tree) []Finding {
 	d.devices()
 	d.protocols()
 	d.policy()
+	d.issuers()
 	d.acknowledge()
 	out := d.out
 	slices.SortFunc(out, func(a, b Finding) int {
@@ -897,6 +898,96 @@ func (d *differ) acknowledge() {
 	for i, f := range d.out {
 		if f.Kind == "tool" && signed[key{f.Subject, f.Rule}] && Acknowledgeable(f.Rule) {
 			d.out[i].Acknowledged = true
+		}
+	}
+}
+
+// issuers compares the OIDC/JWT issuers of principals.yaml, matched by name (a name is
+// the namespace of its principals' ids, so a renamed issuer is a removal and an
+// addition). Who may mint principals, and of which tenants, is what a reviewer must
+// see: issue 14, finding 6 was one tenant's identity provider minting a token for
+// another tenant's approver.
+func (d *differ) issuers() {
+	var pIss, cIss []*spec.Issuer
+	var pFile, cFile string
+	if d.prev.Principals != nil {
+		pIss, pFile = d.prev.Principals.Issuers, d.prev.Principals.File
+	}
+	if d.cur.Principals != nil {
+		cIss, cFile = d.cur.Principals.Issuers, d.cur.Principals.File
+	}
+	find := func(list []*spec.Issuer, name string) *spec.Issuer {
+		for _, is := range list {
+			if is.Name == name {
+				return is
+			}
+		}
+		return nil
+	}
+	binding := func(is *spec.Issuer) string {
+		if is.Tenant != "" {
+			return "tenant"
+		}
+		return "tenants"
+	}
+	for _, p := range pIss {
+		if find(cIss, p.Name) == nil {
+			var cur *Location
+			if d.cur.Principals != nil {
+				cur = loc(d.cur, cFile, d.cur.Principals.KeyAt("issuers"))
+			}
+			d.add("ISSUER_REMOVED", "issuer", p.Name, cur, loc(d.prev, pFile, p.Pos),
+				"issuer %s (%s) removed: its tokens no longer verify", p.Name, p.Issuer)
+		}
+	}
+	for _, c := range cIss {
+		p := find(pIss, c.Name)
+		cl := func(key string) *Location { return loc(d.cur, cFile, at(c, key, "name")) }
+		if p == nil {
+			var prev *Location
+			if d.prev.Principals != nil {
+				prev = loc(d.prev, pFile, d.prev.Principals.KeyAt("issuers"))
+			}
+			d.add("ISSUER_ADDED", "issuer", c.Name, loc(d.cur, cFile, c.Pos), prev,
+				"issuer %s (%s) added: its tokens now prove principals of tenant %s", c.Name, c.Issuer, strings.Join(c.TenantNames(), ", "))
+			continue
+		}
+		pl := func(key string) *Location { return loc(d.prev, pFile, at(p, key, "name")) }
+		var widened []string
+		for _, t := range c.TenantNames() {
+			if !p.AssertsTenant(t) {
+				widened = append(widened, t)
+			}
+		}
+		if len(widened) > 0 {
+			d.add("ISSUER_TENANTS_WIDENED", "issuer", c.Name, cl(binding(c)), pl(binding(p)),
+				"issuer %s may now speak for tenant %s: its tokens can prove principals there", c.Name, strings.Join(widened, ", "))
+		}
+		for _, f := range []struct{ key, what, a, b string }{
+			{"issuer", "issuer", p.Issuer, c.Issuer},
+			{"audience", "audience", p.Audience, c.Audience},
+			{"jwks_url", "jwks_url", p.JWKSURL, c.JWKSURL},
+			{"key_file", "key_file", p.KeyFile, c.KeyFile},
+			{"claims.id", "claims.id", p.IDClaim, c.IDClaim},
+			{"claims.tenant", "claims.tenant", p.TenantClaim, c.TenantClaim},
+		} {
+			if f.key == "claims.tenant" && (p.Tenant != "" || c.Tenant != "") {
+				continue // a one-tenant issuer reads no tenant claim: the binding says it all
+			}
+			if f.a != f.b {
+				d.add("ISSUER_CHANGED", "issuer", c.Name, cl(f.key), pl(f.key),
+					"issuer %s: %s changed from %q to %q: other tokens may now prove its principals", c.Name, f.what, f.a, f.b)
+			}
+		}
+		added := []string{}
+		for _, a := range c.Algorithms {
+			if !slices.Contains(p.Algorithms, a) {
+				added = append(added, a)
+			}
+		}
+		if len(added) > 0 {
+			d.add("ISSUER_CHANGED", "issuer", c.Name, cl("algorithms"), pl("algorithms"),
+				"issuer %s: algorithm %s now accepted", c.Name, strings.Join(added, ", "))
 		}
 	}
 }

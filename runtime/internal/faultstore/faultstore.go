@@ -492,3 +492,9 @@ func (f *Store) CatalogHistoryList(ctx context.Context, serverID string) ([]stor
 
 // Close does not close the wrapped store: the test that opened it does.
 func (f *Store) Close() error { return nil }
+
+// DeploymentSecretGetOrCreate is passed through without faults: a host reads it once,
+// at startup, and the pipeline under test never does.
+func (f *Store) DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	return f.s.DeploymentSecretGetOrCreate(ctx, name, candidate)
+}

@@ -487,3 +487,13 @@ func sqlLimit(limit int) any {
 	}
 	return limit
 }
+
+// DeploymentSecretGetOrCreate is store.Store's: one statement.
+func (s *Store) DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	if err := store.ValidateDeploymentSecret(name, candidate); err != nil {
+		return nil, err
+	}
+	var secret []byte
+	err := s.queryRow(ctx, deploymentSecretGetOrCreate, name, candidate).Scan(&secret)
+	return secret, err
+}

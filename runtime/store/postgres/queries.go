@@ -343,3 +343,11 @@ var (
 	catalogHistoryAppend = compile(catalogHistoryAppendSQL, "server_id", "tool", "change", "sha256", "detail")
 	catalogHistoryList   = compile(catalogHistoryListSQL, "server_id")
 )
+
+// deploymentSecretGetOrCreate stores a secret unless the name has one, and returns the
+// one stored: the no-op update on conflict makes RETURNING yield the existing row (and
+// locks it, so concurrent creators agree).
+var deploymentSecretGetOrCreate = compile(`
+INSERT INTO deployment_secrets (name, secret) VALUES (@name, @secret)
+ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+RETURNING secret`, "name", "secret")

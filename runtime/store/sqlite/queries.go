@@ -271,3 +271,10 @@ LIMIT :limit`
 
 const eventColumns = `tx, id, kind, tenant, session_id, run_id, invocation_id, step_number, call_id, tool, status,
 	reason_code, mode, decision, idempotency, origin_trust, argument_trust, attempt, server_id, change, duration_us, at`
+
+// deploymentSecretGetOrCreateSQL stores a secret unless the name has one, and returns
+// the one stored: the no-op update on conflict makes RETURNING yield the existing row.
+const deploymentSecretGetOrCreateSQL = `
+INSERT INTO deployment_secrets (name, secret, created_at) VALUES (:name, :secret, ` + nowMicros + `)
+ON CONFLICT (name) DO UPDATE SET name = excluded.name
+RETURNING secret`

@@ -806,3 +806,13 @@ func optMicros(v sql.NullInt64, t *time.Time) *time.Time {
 	*t = fromMicros(v.Int64)
 	return t
 }
+
+// DeploymentSecretGetOrCreate is store.Store's: one autocommit statement on the writer.
+func (s *Store) DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	if err := store.ValidateDeploymentSecret(name, candidate); err != nil {
+		return nil, err
+	}
+	var secret []byte
+	err := s.write.QueryRowContext(ctx, deploymentSecretGetOrCreateSQL, sql.Named("name", name), sql.Named("secret", candidate)).Scan(&secret)
+	return secret, mapErr(err)
+}

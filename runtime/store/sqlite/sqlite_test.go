@@ -112,6 +112,36 @@ func TestMigrations_DownThenUp(t *testing.T) {
 	}
 }
 
+// TestMigration006_UpKeepsRows: a store of the schema before migration 006, with rows,
+// upgrades in place: its rows are all still there, and the new table works.
+func TestMigration006_UpKeepsRows(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	if err := migrateDown(ctx, s.write, 5); err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "kept", Tenant: "acme", Tool: "a.b", Status: store.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AuditAppend(ctx, store.AuditEntry{Tenant: "acme", Kind: "approval", Principal: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateUp(ctx, s.write); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.InvocationGet(ctx, inv.ID); err != nil || got.Key != "kept" || got.Tenant != "acme" {
+		t.Fatalf("the row after the upgrade: %+v, %v", got, err)
+	}
+	if audit, err := s.AuditList(ctx, "acme", 0, 0); err != nil || len(audit) != 1 {
+		t.Fatalf("the audit log after the upgrade: %v, %v", audit, err)
+	}
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	if got, err := s.DeploymentSecretGetOrCreate(ctx, "call_id", secret); err != nil || string(got) != string(secret) {
+		t.Fatalf("the new table: %q, %v", got, err)
+	}
+}
+
 func TestAuditLog_AppendOnly(t *testing.T) {
 	s := newTestStore(t)
 	if _, err := s.AuditAppend(t.Context(), store.AuditEntry{Kind: "tool_call"}); err != nil {

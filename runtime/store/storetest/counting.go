@@ -246,3 +246,8 @@ func (c *CountingStore) EventList(ctx context.Context, f store.EventFilter) ([]s
 
 // Close closes the wrapped store (not a commit).
 func (c *CountingStore) Close() error { return c.s.Close() }
+
+func (c *CountingStore) DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	c.count("DeploymentSecretGetOrCreate")
+	return c.s.DeploymentSecretGetOrCreate(ctx, name, candidate)
+}
