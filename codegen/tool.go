@@ -162,6 +162,12 @@ func fieldDoc(fd *spec.Field) []string {
 		}
 		doc = append(doc, "Bound to "+fd.Bound+": the pipeline fills it from the verified caller or the call; a caller that supplies it is refused, and models never see it.")
 	}
+	if fd.WorkspacePath {
+		if len(doc) > 0 {
+			doc = append(doc, "")
+		}
+		doc = append(doc, "A workspace path: the pipeline resolves its symlinks before the checks, so it arrives resolved; refuse it when it no longer resolves to itself.")
+	}
 	if fd.HasDefault {
 		if b, err := spec.CanonicalJSON(fd.Default); err == nil {
 			if len(doc) > 0 {

@@ -14,6 +14,9 @@ import (
 type WorkspaceListArgs struct {
 	// Directory to list, relative to the workspace root; "." is the root itself.
 	//
+	// A workspace path: the pipeline resolves its symlinks before the checks, so it arrives
+	// resolved; refuse it when it no longer resolves to itself.
+	//
 	// Default: ".".
 	Path string `json:"path,omitempty"`
 	// Also list the contents of subdirectories, depth first.
@@ -60,7 +63,7 @@ const (
 
 // WorkspaceListInputSchema is the JSON Schema (draft 2020-12) of WorkspaceListArgs, as
 // canonical JSON.
-var WorkspaceListInputSchema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"max_entries":{"default":1000,"description":"Largest number of entries to return.","maximum":10000,"minimum":1,"type":"integer"},"path":{"default":".","description":"Directory to list, relative to the workspace root; \".\" is the root itself.","maxLength":4096,"minLength":1,"type":"string"},"recursive":{"default":false,"description":"Also list the contents of subdirectories, depth first.","type":"boolean"}},"type":"object"}`)
+var WorkspaceListInputSchema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"max_entries":{"default":1000,"description":"Largest number of entries to return.","maximum":10000,"minimum":1,"type":"integer"},"path":{"default":".","description":"Directory to list, relative to the workspace root; \".\" is the root itself.","maxLength":4096,"minLength":1,"type":"string","x-toolgen-workspace-path":true},"recursive":{"default":false,"description":"Also list the contents of subdirectories, depth first.","type":"boolean"}},"type":"object"}`)
 
 // WorkspaceListOutputSchema is the JSON Schema (draft 2020-12) of WorkspaceListResult, as
 // canonical JSON.
@@ -75,7 +78,7 @@ var WorkspaceListOutputSchema = json.RawMessage(`{"$schema":"https://json-schema
 // most max_entries entries are returned; truncated says more exist.
 var WorkspaceListSpec = runtime.ToolSpec{
 	Name:            "workspace.list",
-	Version:         1,
+	Version:         2,
 	Kind:            runtime.KindAction,
 	Description:     "List the entries of a directory in the run's workspace: each entry's path relative to the workspace root (ready to pass to workspace.read_text), its type (file, dir or symlink; symlinks are listed, never followed) and its size in bytes. Entries come in lexical order. With recursive, subdirectories are listed too, except the inside of .git directories. At most max_entries entries are returned; truncated says more exist.",
 	SideEffect:      runtime.SideEffectRead,
@@ -90,7 +93,7 @@ var WorkspaceListSpec = runtime.ToolSpec{
 	OutputMaxBytes:  1048576,
 	InputSchema:     WorkspaceListInputSchema,
 	OutputSchema:    WorkspaceListOutputSchema,
-	SchemaSHA256:    "6a1206100669832871a581ead0d428b1ef9e469a2f4965436d3d484ec09ff5a7",
+	SchemaSHA256:    "4c2e0d5452631bc8384e0ad0fab5d54ca83c7c203dcffa3fd8438bfd8b8f0e60",
 	Source:          "tools/workspace.list.yaml",
 }
 

@@ -14,6 +14,9 @@ import (
 // WorkspaceWriteTextArgs are the arguments of workspace.write_text.
 type WorkspaceWriteTextArgs struct {
 	// Path relative to the workspace root
+	//
+	// A workspace path: the pipeline resolves its symlinks before the checks, so it arrives
+	// resolved; refuse it when it no longer resolves to itself.
 	Path string `json:"path"`
 	// The text to write (UTF-8)
 	Text string `json:"text"`
@@ -46,7 +49,7 @@ type WorkspaceWriteTextResult struct {
 
 // WorkspaceWriteTextInputSchema is the JSON Schema (draft 2020-12) of
 // WorkspaceWriteTextArgs, as canonical JSON.
-var WorkspaceWriteTextInputSchema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"mode":{"default":"create","description":"create (fail if the file exists), overwrite or append","enum":["create","overwrite","append"],"type":"string"},"path":{"description":"Path relative to the workspace root","maxLength":4096,"type":"string"},"text":{"description":"The text to write (UTF-8)","maxLength":10485760,"type":"string"}},"required":["path","text"],"type":"object"}`)
+var WorkspaceWriteTextInputSchema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"mode":{"default":"create","description":"create (fail if the file exists), overwrite or append","enum":["create","overwrite","append"],"type":"string"},"path":{"description":"Path relative to the workspace root","maxLength":4096,"type":"string","x-toolgen-workspace-path":true},"text":{"description":"The text to write (UTF-8)","maxLength":10485760,"type":"string"}},"required":["path","text"],"type":"object"}`)
 
 // WorkspaceWriteTextOutputSchema is the JSON Schema (draft 2020-12) of
 // WorkspaceWriteTextResult, as canonical JSON.
@@ -61,7 +64,7 @@ var WorkspaceWriteTextOutputSchema = json.RawMessage(`{"$schema":"https://json-s
 // new, never a mix. Returns the number of bytes written and their SHA-256.
 var WorkspaceWriteTextSpec = runtime.ToolSpec{
 	Name:            "workspace.write_text",
-	Version:         1,
+	Version:         2,
 	Kind:            runtime.KindAction,
 	Description:     "Write UTF-8 text to a file in the run's workspace. mode create (the default) makes a new file and fails with already_exists if the path is taken; overwrite replaces the file's whole content; append adds the text at the end (creating the file if needed). Missing parent directories are created. The write is atomic: readers see the old content or the new, never a mix. Returns the number of bytes written and their SHA-256.",
 	SideEffect:      runtime.SideEffectWrite,
@@ -78,7 +81,7 @@ var WorkspaceWriteTextSpec = runtime.ToolSpec{
 	OutputMaxBytes:  65536,
 	InputSchema:     WorkspaceWriteTextInputSchema,
 	OutputSchema:    WorkspaceWriteTextOutputSchema,
-	SchemaSHA256:    "2396c50a7ea44dc715cd78c98c0610372f4a5439f2d333f743081cf9f2029508",
+	SchemaSHA256:    "3bde2ea7eb6ba5bf8d98c857df3c812d061027a7f3805ebc4b223c231132c4c6",
 	Source:          "tools/workspace.write_text.yaml",
 }
 

@@ -86,6 +86,6 @@ func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error)
 	}
 	return h.pipe.Execute(ctx, runtime.Call{
 		Tenant: p.Tenant, Principal: p, SessionID: r.SessionID, Unpinned: unpinned, RunID: r.RunID, Step: r.Step,
-		CallID: r.CallID, Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspace,
+		CallID: r.CallID, Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspaces.For(p.Tenant, r.RunID),
 	})
 }

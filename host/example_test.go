@@ -6,6 +6,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,10 +23,15 @@ func Example() {
 	defer cancel()
 	dir, _ := os.MkdirTemp("", "host-example")
 	defer os.RemoveAll(dir)
+	specs, workspaces := filepath.Join(dir, "spec"), filepath.Join(dir, "workspaces")
+	os.Mkdir(specs, 0o755)
+	os.Mkdir(workspaces, 0o755)
 
 	h, err := host.New(ctx, host.Config{
-		Dir:          dir, // the spec root: tools/, protocols/, policy.yaml, ...
-		Builtins:     []string{"workspace.list", "workspace.write_text"},
+		Dir:      specs, // the spec root: tools/, protocols/, policy.yaml, ...
+		Builtins: []string{"workspace.list", "workspace.write_text"},
+		// Each tenant's agents work in a directory of their own, outside the spec root.
+		Workspace:    filepath.Join(workspaces, host.WorkspaceTenant),
 		ApprovalHold: 100 * time.Millisecond, // how long a held call waits before answering approval_pending
 	})
 	if err != nil {
@@ -78,7 +84,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	data, _ := os.ReadFile(h.Workspace() + "/hello.txt")
+	data, _ := os.ReadFile(filepath.Join(h.WorkspaceFor(host.DefaultTenant, ""), "hello.txt"))
 	fmt.Printf("retry: error=%v, hello.txt=%q\n", res.IsError, data)
 	// Output:
 	// tool: workspace__list

@@ -58,7 +58,13 @@ type Config struct {
 	Store string
 	// StateDir holds the embedded store and the artifacts; "" is Dir/.toolrun.
 	StateDir string
-	// Workspace is the directory the workspace.* builtins are confined to ("" is Dir).
+	// Workspace is the directory the workspace builtins (workspace.*, review.*) are
+	// confined to, or a template of one: {tenant} (WorkspaceTenant) and {run}
+	// (WorkspaceRun) segments give each tenant, and each run, a directory of its own,
+	// created on first use ("/srv/ws/{tenant}", "/srv/ws/{tenant}/{run}"). "" is none:
+	// those builtins answer no_workspace. It must stay out of the spec root and the
+	// state directory, and hold {tenant} when principals.yaml names several tenants;
+	// New refuses it otherwise (SEC-1, see workspaceLayout).
 	Workspace string
 	// Protocol names protocols/<Protocol>.yaml, whose modes filter and gate the calls
 	// (WF-3..5); "" runs without one. Mode pins the host to one of its modes.
@@ -115,18 +121,18 @@ var AllBuiltins = builtinNames()
 
 // Host is an assembled host. Close it when done.
 type Host struct {
-	cfg       Config
-	dir       string // the spec root as named in messages
-	root      fs.FS
-	stateDir  string
-	workspace string
-	tree      *spec.Tree
-	st        store.Store
-	reg       *runtime.Registry
-	pipe      *runtime.Pipeline
-	modes     *protocol.Runtime // nil without a protocol
-	metrics   *promMetrics
-	verifier  *identity.Verifier // nil without principals.yaml
+	cfg        Config
+	dir        string // the spec root as named in messages
+	root       fs.FS
+	stateDir   string
+	workspaces *workspaceLayout
+	tree       *spec.Tree
+	st         store.Store
+	reg        *runtime.Registry
+	pipe       *runtime.Pipeline
+	modes      *protocol.Runtime // nil without a protocol
+	metrics    *promMetrics
+	verifier   *identity.Verifier // nil without principals.yaml
 	// callIDSecret keys the derived call ids, the store's (loadCallIDSecret).
 	callIDSecret []byte
 	log          *slog.Logger
@@ -254,11 +260,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 	if err := h.checkProtocolTools(); err != nil {
 		return err
 	}
-	ws := cfg.Workspace
-	if ws == "" {
-		ws = h.dir
-	}
-	if h.workspace, err = filepath.Abs(ws); err != nil {
+	if h.workspaces, err = newWorkspaceLayout(cfg.Workspace, h.stateDirs(), h.tree.Principals, h.log); err != nil {
 		return err
 	}
 	if h.metrics, err = newPromMetrics(); err != nil {
@@ -267,7 +269,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 	rc := runtime.Config{
 		Registry: h.reg, Store: h.st, Policy: policy, WorkerID: cfg.WorkerID, Logger: h.log,
 		Artifacts:     runtime.NewFSArtifactWriter(filepath.Join(h.stateDir, "artifacts")),
-		WorkspaceFor:  func(string, string) string { return h.workspace },
+		WorkspaceFor:  h.workspaces.For,
 		Metrics:       h.metrics.Pipeline,
 		Tracer:        cfg.Tracer,
 		Lease:         cfg.Lease,
@@ -413,9 +415,25 @@ func (h *Host) Pipeline() *runtime.Pipeline { return h.pipe }
 func (h *Host) Registry() *runtime.Registry { return h.reg }
 func (h *Host) Store() store.Store          { return h.st }
 
-// Dir is the spec root as the host names it; Workspace the absolute workspace root.
-func (h *Host) Dir() string       { return h.dir }
-func (h *Host) Workspace() string { return h.workspace }
+// Dir is the spec root as the host names it.
+func (h *Host) Dir() string { return h.dir }
+
+// WorkspaceFor is the workspace of a tenant's run ("" when the host serves none):
+// Config.Workspace with its placeholders filled in, the directory created.
+func (h *Host) WorkspaceFor(tenant, run string) string { return h.workspaces.For(tenant, run) }
+
+// stateDirs are the directories holding the host's state and the operator's files,
+// which a workspace must stay out of, by what they are.
+func (h *Host) stateDirs() map[string]offLimits {
+	dirs := map[string]offLimits{"state directory": {dir: h.stateDir}}
+	if h.cfg.FS == nil {
+		dirs["spec root"] = offLimits{dir: h.dir}
+	}
+	if db := h.cfg.Store; db != "" && !strings.Contains(db, "://") {
+		dirs["store's directory"] = offLimits{dir: filepath.Dir(db), mayHold: true}
+	}
+	return dirs
+}
 
 // connectServers connects the upstream MCP servers named in ids (all of them when ids
 // is nil) and registers their tools as mcp.<server_id>.*.

@@ -69,7 +69,7 @@ func (h *Host) Handler() (http.Handler, error) {
 		return nil, err
 	}
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
-		PrincipalOf: identity.PrincipalFrom, Workspace: h.workspace, Logger: h.log,
+		PrincipalOf: identity.PrincipalFrom, WorkspaceFor: h.workspaces.For, Logger: h.log,
 		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes

@@ -16,7 +16,7 @@ import (
 // tool and outcome, and MCP still at /mcp.
 func TestServeMetrics(t *testing.T) {
 	ctx := t.Context()
-	h, err := New(ctx, Config{Dir: t.TempDir(), Builtins: []string{"workspace.list"}})
+	h, err := New(ctx, Config{Dir: t.TempDir(), Workspace: t.TempDir(), Builtins: []string{"workspace.list"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,22 @@ const (
 	AuditForcedEpoch = "forced_epoch"
 )
 
+// Recover runs one recovery pass over the calls of the actor's tenant (RT-4): expired
+// leases decided from their facts, retryable calls re-run — each in the workspace it
+// was made in, never this host's default — and nothing of another tenant decided,
+// re-run or counted (SEC-3; issue 14, finding 12). A host's own maintenance
+// (Start) recovers every tenant's calls; this is what an operator of one tenant runs.
+// It needs a host (Host.Operator): an operator service opened alone runs no tools.
+func (o *Operator) Recover(ctx context.Context, actor runtime.Principal) (runtime.RecoveryReport, error) {
+	if o.h.pipe == nil {
+		return runtime.RecoveryReport{}, errors.New("recovery runs tools: use a host's operator service (Host.Operator), not OpenOperator's")
+	}
+	if actor.Tenant == "" {
+		return runtime.RecoveryReport{}, errors.New("recovery needs an actor of a tenant")
+	}
+	return o.h.pipe.RecoverTenant(ctx, actor.Tenant)
+}
+
 // Approvals lists the held calls of the actor's tenant that no one has decided yet,
 // oldest first.
 func (o *Operator) Approvals(ctx context.Context, actor runtime.Principal) ([]*store.Invocation, error) {

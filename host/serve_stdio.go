@@ -17,7 +17,7 @@ func (h *Host) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 		return err
 	}
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
-		Workspace: h.workspace, SessionID: h.cfg.Session, Logger: h.log,
+		WorkspaceFor: h.workspaces.For, SessionID: h.cfg.Session, Logger: h.log,
 		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes

@@ -67,8 +67,9 @@ type Config struct {
 	SweepJitter   float64
 	Artifacts     ArtifactWriter
 	Credentials   CredentialResolver
-	// WorkspaceFor gives the workspace of a run when a recorded call is re-executed by
-	// recovery (the original caller's Call.Workspace is not persisted).
+	// WorkspaceFor gives the workspace of a tenant's run when recovery re-executes a
+	// call recorded without one (before store migration 007). A call records its own
+	// Call.Workspace, and recovery re-runs it there.
 	WorkspaceFor func(tenant, runID string) string
 	Logger       *slog.Logger
 	Metrics      *Metrics // nil: no metrics
@@ -373,6 +374,9 @@ func (p *Pipeline) stepValidateArgs(c *call) (Outcome, bool) {
 		}
 		raw, c.onlyBound = filled, !supplied
 	}
+	if c.reg.workspacePaths != nil {
+		raw = resolveWorkspacePaths(c.Workspace, c.reg.workspacePaths, raw)
+	}
 	canon, err := CanonicalJSON(raw)
 	if err != nil {
 		return NewOutcome(ReasonInvalidArguments, c.CallID).WithExternalDetail(err.Error()), true
@@ -560,7 +564,7 @@ func (p *Pipeline) insertParams(c *call) store.InsertParams {
 		ToolVersion: c.spec.Version, ToolSHA256: c.spec.SchemaSHA256, Idempotency: string(c.spec.Idempotency),
 		IdempotentWhen: c.idemWhen, Args: c.canonicalArgs, ArgsHash: c.argsHash,
 		OriginTrust: string(c.originTrust), ArgumentTrust: string(c.argumentTrust),
-		Mode: c.mode, Decision: c.decision.Verdict,
+		Mode: c.mode, Decision: c.decision.Verdict, Workspace: c.Workspace,
 	}
 }
 

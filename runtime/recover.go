@@ -39,13 +39,28 @@ const recoveryBatch = 100
 // The others are left as they are for a worker that has their tool, and counted in
 // the report; nothing here settles another host's call.
 func (p *Pipeline) Recover(ctx context.Context) (RecoveryReport, error) {
+	return p.recover(ctx, "")
+}
+
+// RecoverTenant is Recover for the calls of one tenant: what an operator of that
+// tenant runs (SEC-3; issue 14, finding 12). Another tenant's calls are neither
+// decided nor re-run nor counted in the report.
+func (p *Pipeline) RecoverTenant(ctx context.Context, tenant string) (RecoveryReport, error) {
+	if tenant == "" {
+		return RecoveryReport{}, errors.New("runtime: RecoverTenant needs a tenant")
+	}
+	return p.recover(ctx, tenant)
+}
+
+// recover is one recovery pass over the calls of tenant ("" for every tenant).
+func (p *Pipeline) recover(ctx context.Context, tenant string) (RecoveryReport, error) {
 	var rep RecoveryReport
 	refs := p.cfg.Registry.ToolRefs()
 	// With no tool registered there is no row this worker may decide for (and the
 	// store refuses an empty Claimable): it only counts what it leaves.
 	for len(refs) > 0 {
 		swept, err := p.cfg.Store.InvocationSweep(ctx, store.SweepParams{
-			Limit: recoveryBatch, MaxAttempts: p.cfg.MaxAttempts, Claimable: store.Claimable{Tools: refs},
+			Limit: recoveryBatch, MaxAttempts: p.cfg.MaxAttempts, Claimable: store.Claimable{Tools: refs, Tenant: tenant},
 		})
 		if err != nil {
 			return rep, fmt.Errorf("runtime: sweep: %w", err)
@@ -66,11 +81,11 @@ func (p *Pipeline) Recover(ctx context.Context) (RecoveryReport, error) {
 			break
 		}
 	}
-	n, err := p.runRetryable(ctx, refs)
+	n, err := p.runRetryable(ctx, refs, tenant)
 	rep.Retried = n
 	// Counted with the registry as it is now, after the pass: a call given back because
 	// its tool left during the pass is among them.
-	left, cerr := p.cfg.Store.InvocationCountUnclaimable(ctx, p.cfg.Registry.ToolRefs())
+	left, cerr := p.cfg.Store.InvocationCountUnclaimable(ctx, p.cfg.Registry.ToolRefs(), tenant)
 	if cerr != nil {
 		return rep, errors.Join(err, fmt.Errorf("runtime: count unclaimable: %w", cerr))
 	}
@@ -88,16 +103,17 @@ func (p *Pipeline) Recover(ctx context.Context) (RecoveryReport, error) {
 // returns how many it ran. A call another worker claims first is skipped, as is one
 // whose tool is no longer registered here as recorded (LIFE-1).
 func (p *Pipeline) RunRetryable(ctx context.Context) (int, error) {
-	return p.runRetryable(ctx, p.cfg.Registry.ToolRefs())
+	return p.runRetryable(ctx, p.cfg.Registry.ToolRefs(), "")
 }
 
-// runRetryable is RunRetryable for the tools refs (the registry's, read once per pass).
-func (p *Pipeline) runRetryable(ctx context.Context, refs []store.ToolRef) (int, error) {
+// runRetryable is RunRetryable for the tools refs (the registry's, read once per pass)
+// and the calls of tenant ("" for every tenant).
+func (p *Pipeline) runRetryable(ctx context.Context, refs []store.ToolRef, tenant string) (int, error) {
 	if len(refs) == 0 {
 		return 0, nil
 	}
 	rows, err := p.cfg.Store.InvocationListRetryable(ctx, store.RetryableParams{
-		Limit: recoveryBatch, Claimable: store.Claimable{Tools: refs},
+		Limit: recoveryBatch, Claimable: store.Claimable{Tools: refs, Tenant: tenant},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("runtime: list retryable: %w", err)
@@ -178,7 +194,11 @@ func (p *Pipeline) reexecute(ctx context.Context, inv *store.Invocation) (Outcom
 		idemWhen: inv.IdempotentWhen, inv: inv, start: time.Now(),
 		originTrust: ParseTrust(inv.OriginTrust), argumentTrust: ParseTrust(inv.ArgumentTrust),
 	}
-	if p.cfg.WorkspaceFor != nil {
+	// The call runs again where it was made: its recorded workspace, never this
+	// process's (issue 14, finding 12). A row recorded before the workspace was (store
+	// migration 007) takes the workspace this host gives the call's tenant and run.
+	c.Workspace = inv.Workspace
+	if c.Workspace == "" && p.cfg.WorkspaceFor != nil {
 		c.Workspace = p.cfg.WorkspaceFor(inv.Tenant, inv.RunID)
 	}
 	c.reg, c.spec = reg, reg.spec

@@ -46,10 +46,13 @@ type registered struct {
 	spec *ToolSpec
 	// bound maps a builtin's bound arguments to their sources (SPEC-4; nil for none
 	// and always for adapters' tools, whose schemas come from elsewhere).
-	bound  map[string]string
-	input  *schemaCheck // nil: no schema
-	output *schemaCheck
-	exprs  toolExprs
+	bound map[string]string
+	// workspacePaths are the builtin's workspace-path arguments, resolved at step 2
+	// (SEC-1; nil for none and always for adapters' tools).
+	workspacePaths []string
+	input          *schemaCheck // nil: no schema
+	output         *schemaCheck
+	exprs          toolExprs
 	// argTypes types the decoded arguments for CEL as the spec declares them
 	// (integers stay int64, numbers float64), so run-time evaluation agrees with the
 	// build-time check.
@@ -122,6 +125,9 @@ func (r *Registry) add(t Tool, adapter bool) error {
 	if !adapter {
 		if reg.bound, err = boundArgs(spec.InputSchema); err != nil {
 			return fmt.Errorf("runtime: register %s: bound arguments: %w", spec.Name, err)
+		}
+		if reg.workspacePaths, err = workspacePathArgs(spec.InputSchema); err != nil {
+			return fmt.Errorf("runtime: register %s: workspace paths: %w", spec.Name, err)
 		}
 	}
 	if spec.IdempotentWhen != "" {

@@ -133,6 +133,9 @@ func fieldSchema(f *Field) map[string]any {
 	if f.Bound != "" {
 		s[BoundKeyword] = f.Bound
 	}
+	if f.WorkspacePath {
+		s[WorkspacePathKeyword] = true
+	}
 	if f.Enum != nil {
 		s["enum"] = f.Enum
 	}

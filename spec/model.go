@@ -158,9 +158,13 @@ type Field struct {
 	Required    bool // explicit required, or no default
 	// Bound is the source a bound argument is filled from (principal.id, ...): the
 	// caller never supplies it and models never see it (SPEC-4).
-	Bound      string
-	Items      *Field   // arrays
-	Properties []*Field // objects, in declaration order
+	Bound string
+	// WorkspacePath marks a top-level string argument that names a path in the call's
+	// workspace: the pipeline resolves its symlinks before the key, the CEL conditions
+	// and the policy see it, and the tool acts on the resolved path (SEC-1).
+	WorkspacePath bool
+	Items         *Field   // arrays
+	Properties    []*Field // objects, in declaration order
 
 	m *mapping
 }

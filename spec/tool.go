@@ -38,12 +38,19 @@ var toolKeys = []string{
 var fieldKeys = []string{
 	"type", "description", "enum", "default", "min", "max", "min_length", "max_length",
 	"min_items", "max_items", "pattern", "required", "items", "properties", "bound",
+	"workspace_path",
 }
 
 // BoundKeyword is the JSON Schema annotation that marks a bound argument in a tool's
 // input schema: the property's value is filled by the platform from the source it
 // names, never by the caller, and the property is not advertised to models.
 const BoundKeyword = "x-toolgen-bound"
+
+// WorkspacePathKeyword is the JSON Schema annotation that marks an argument holding a
+// path relative to the call's workspace (`workspace_path: true`): the pipeline
+// resolves its symlinks before the key, the conditions and the policy see it, and the
+// tool receives the resolved path (SEC-1).
+const WorkspacePathKeyword = "x-toolgen-workspace-path"
 
 // boundSource is the grammar of a bound argument's source (SPEC-4): the verified
 // principal's id or tenant or one of its claims, or the call's session or run id.
@@ -395,6 +402,18 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 			r.errorf(m.at("bound"), "SPEC-4", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
 		default:
 			f.Bound, f.Required = src, true
+		}
+	}
+	if wp, ok := m.boolean("workspace_path"); ok && wp {
+		switch {
+		case depth > 0:
+			r.errorf(m.at("workspace_path"), "SPEC-4", "%s: only a top-level argument can be a workspace path", what)
+		case typ != TypeString:
+			r.errorf(m.at("type"), "SPEC-4", "%s is a workspace path, a string: its type must be string, not %s", what, typ)
+		case f.Bound != "":
+			r.errorf(m.at("workspace_path"), "SPEC-4", "%s is bound to %s: the platform fills it, so it cannot also be a workspace path the pipeline resolves", what, f.Bound)
+		default:
+			f.WorkspacePath = true
 		}
 	}
 	return f

@@ -14,6 +14,11 @@
 // "pgschema NAME" (a fresh PostgreSQL schema, with [pg]), which the sec14_ attack
 // scripts use to drive several toolrun processes with the tokens of two tenants.
 //
+// A script's directory ($WORK) is the spec root of its toolgen and toolrun commands.
+// Their workspace is $WS (TOOLRUN_WORKSPACE), a directory beside it, since a workspace
+// must stay out of the spec root (SEC-1): the archive's ws/ files are moved there
+// before the script runs, so "-- ws/notes.txt --" is the workspace's notes.txt.
+//
 // Scripts that build Go code (the external-module scripts) use the machine's go
 // command and module cache offline; they are skipped with -short.
 package testscripts

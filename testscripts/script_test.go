@@ -130,6 +130,19 @@ func TestScripts(t *testing.T) {
 			if dsn := os.Getenv("TOOLGEN_PG_DSN"); dsn != "" {
 				env.Setenv("TOOLGEN_PG_DSN", dsn)
 			}
+			// WS is the workspace of the toolrun commands (TOOLRUN_WORKSPACE), beside the
+			// script's directory, not in it: the script's directory is the spec root,
+			// which a workspace must stay out of (SEC-1). The archive's ws/ files are
+			// moved there.
+			ws := env.WorkDir + "-ws"
+			if err := os.Rename(filepath.Join(env.WorkDir, "ws"), ws); errors.Is(err, os.ErrNotExist) {
+				err = os.Mkdir(ws, 0o755)
+			} else if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(ws) })
+			env.Setenv("WS", ws)
+			env.Setenv("TOOLRUN_WORKSPACE", ws)
 			env.Setenv("INSPECTOR", inspector)
 			env.Setenv("EVERYTHING", everything)
 			// A free port for scripts that start a server (toolrun serve --http).

@@ -289,14 +289,21 @@ func TestAttack14_05_ReplayWithoutScope(t *testing.T) {
 local:
   - {id: op, tenant: acme, scopes: [approvals.decide]}
 `,
-				"ws/plans/merger.txt": "the launch codes are 0000",
 			})
+			// Each tenant's workspace, outside the spec root (SEC-1).
+			wsRoot := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(wsRoot, "acme", "plans"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(wsRoot, "acme", "plans", "merger.txt"), []byte("the launch codes are 0000"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			tokenFile := map[string]string{}
 			for k, v := range tokens {
 				tokenFile[k] = filepath.Join(dir, k+".token")
 				os.WriteFile(tokenFile[k], []byte(v), 0o600)
 			}
-			common := []string{"--dir", dir, "--db", db, "--workspace", filepath.Join(dir, "ws"), "--principal", "op"}
+			common := []string{"--dir", dir, "--db", db, "--workspace", filepath.Join(wsRoot, "{tenant}"), "--principal", "op"}
 			p1 := sec14idServe(t, common...)
 			p2 := sec14idServe(t, common...)
 

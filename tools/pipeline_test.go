@@ -311,3 +311,46 @@ func TestPipeline_EverySpellingOfDotGitIsHeldOrRefused(t *testing.T) {
 	}
 	notExist(t, ws, ".git")
 }
+
+// The pipeline resolves workspace paths before anything judges them (SEC-1): a symlink
+// inside the workspace is followed, the row records the resolved path, and the tool
+// acts on it.
+func TestPipeline_SymlinkInsideTheWorkspaceIsResolvedBeforeTheChecks(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, ws, "real/a.txt", "old")
+	symlink(t, "real", ws, "alias")
+	p := newPipe(t, ws)
+
+	var read gen.WorkspaceReadTextResult
+	succeeded(t, p.exec("workspace.read_text", "r1", `{"path": "alias/a.txt"}`), &read)
+	if read.Text != "old" {
+		t.Fatalf("read %q", read.Text)
+	}
+	r := p.call("workspace.write_text", "w1", `{"path": "alias/a.txt", "text": "new", "mode": "overwrite"}`)
+	succeeded(t, r.Outcome, nil)
+	if got := readFile(t, ws, "real/a.txt"); got != "new" {
+		t.Fatalf("target holds %q", got)
+	}
+	if args := string(row(t, r).Args); !strings.Contains(args, `"path":"real/a.txt"`) {
+		t.Fatalf("the row records %s, want the resolved path", args)
+	}
+}
+
+// Issue 14, finding 2: with scratch -> .git, a write to scratch/config was judged as
+// "scratch/config" by approval_when and wrote .git/config with no approval. Resolved,
+// it is .git/config to every check, and held like .git itself.
+func TestAttack14_02_SymlinkToGitIsHeldLikeGit(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, ws, ".git/config", "[core]\n")
+	symlink(t, ".git", ws, "scratch")
+	p := newPipe(t, ws)
+	for i, path := range []string{"scratch/config", "scratch/hooks/post-merge", "scratch"} {
+		o := p.exec("workspace.write_text", "git"+string(rune('0'+i)), `{"path": "`+path+`", "text": "x", "mode": "overwrite"}`)
+		if o.Status != runtime.OutcomeUnavailable || o.ReasonCode != runtime.ReasonApprovalPending {
+			t.Errorf("write to %s: outcome %s/%s, want held for approval", path, o.Status, o.ReasonCode)
+		}
+	}
+	if got := readFile(t, ws, ".git/config"); got != "[core]\n" {
+		t.Fatalf(".git/config was written: %q", got)
+	}
+}

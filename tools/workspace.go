@@ -9,23 +9,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
 
+	"github.com/toolgen/toolgen/internal/wspath"
 	"github.com/toolgen/toolgen/runtime"
 )
 
 // Failure codes shared by the workspace tools. They are part of each tool's contract:
-// a caller (or a model) branches on them, so they never change meaning.
+// a caller (or a model) branches on them, so they never change meaning. The path codes
+// are wspath's, which the pipeline shares.
 const (
-	codeNoWorkspace      = "no_workspace"           // the run has no workspace
-	codeInvalidPath      = "invalid_path"           // empty, NUL byte, or a .. component
-	codeOutsideWorkspace = "path_outside_workspace" // absolute, or a symlink leading out
-	codeNotFound         = "not_found"
+	codeNoWorkspace      = "no_workspace"              // the run has no workspace
+	codeInvalidPath      = wspath.CodeInvalidPath      // empty, NUL byte, a .. component
+	codeOutsideWorkspace = wspath.CodeOutsideWorkspace // absolute, or a symlink leading out
+	codeNotFound         = wspath.CodeNotFound
 	codeAlreadyExists    = "already_exists"
 	codeIsDirectory      = "is_directory"
-	codeNotDirectory     = "not_a_directory"
+	codeNotDirectory     = wspath.CodeNotDirectory
 	codeNotRegularFile   = "not_regular_file" // a device, socket or named pipe
 )
 
@@ -39,14 +38,11 @@ type workspace struct {
 func openWorkspace(tc *runtime.ExecContext) (workspace, error) {
 	ws := tc.Workspace()
 	if ws == "" {
-		return workspace{}, runtime.Failf(codeNoWorkspace, "this run has no workspace")
+		return workspace{}, runtime.Failf(codeNoWorkspace, "this run has no workspace: the host serves none (start it with a workspace, e.g. toolrun serve --workspace DIR)")
 	}
-	if !filepath.IsAbs(ws) {
-		return workspace{}, fmt.Errorf("workspace root %q is not absolute", ws)
-	}
-	root, err := filepath.EvalSymlinks(ws)
+	root, err := wspath.Root(ws)
 	if err != nil {
-		return workspace{}, fmt.Errorf("resolve workspace root: %w", err)
+		return workspace{}, err
 	}
 	return workspace{root: root}, nil
 }
@@ -72,33 +68,11 @@ func resolveExisting(tc *runtime.ExecContext, path string) (workspace, resolved,
 	return ws, rp, nil
 }
 
-// cleanPath checks a caller's workspace-relative path lexically and returns it in the
-// OS's form. "." (the root itself) is accepted; callers that need a file refuse it.
+// cleanPath checks a caller's workspace-relative path lexically (wspath.Clean) and
+// returns it in the OS's form.
 func cleanPath(p string) (string, error) {
-	switch {
-	case p == "":
-		return "", runtime.Failf(codeInvalidPath, "the path is empty")
-	case strings.ContainsRune(p, 0):
-		return "", runtime.Failf(codeInvalidPath, "the path contains a NUL byte")
-	case filepath.IsAbs(p) || strings.HasPrefix(p, "/") || filepath.VolumeName(p) != "":
-		return "", runtime.Failf(codeOutsideWorkspace, "%q is absolute; paths are relative to the workspace root", p)
-	}
-	// A .. is refused even when it stays inside lexically: "a/../b" does not name b when
-	// a is a symlink, and no caller needs one.
-	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
-		return "", runtime.Failf(codeInvalidPath, "%q contains a .. component; name the path from the workspace root", p)
-	}
-	c := filepath.Clean(filepath.FromSlash(p))
-	if !filepath.IsLocal(c) { // also catches reserved names such as NUL on Windows
-		return "", runtime.Failf(codeInvalidPath, "%q is not a path inside the workspace", p)
-	}
-	// Only the clean form is accepted: policy and approval_when match the path as
-	// written, so "./.git/config" must not slip past a rule on ".git/". A trailing
-	// slash (a directory) is fine.
-	if filepath.ToSlash(c) != strings.TrimSuffix(p, "/") {
-		return "", runtime.Failf(codeInvalidPath, "%q is not in clean form; write %q", p, filepath.ToSlash(c))
-	}
-	return c, nil
+	c, err := wspath.Clean(p)
+	return c, failure(err)
 }
 
 // resolved is a caller's path after symlinks were followed inside the workspace.
@@ -111,60 +85,24 @@ type resolved struct {
 	exists bool
 }
 
-// resolve follows the symlinks of the clean relative path p and refuses a result outside
-// the workspace. A path that does not exist is resolved through its nearest existing
-// ancestor, so a file about to be created is judged by the directory that will hold it.
+// resolve resolves the clean relative path p, which must already be resolved: the
+// pipeline resolved it before the conditions and the policy judged it (the path
+// arguments are workspace_path in the specs), so a path that now goes through a
+// symlink changed since, and acting on it would act on a file nobody checked
+// (path_changed; SEC-1). A path leading outside the workspace is refused.
 func (w workspace) resolve(p string) (resolved, error) {
-	full := filepath.Join(w.root, p)
-	real, err := filepath.EvalSymlinks(full)
-	if err == nil {
-		rel, err := w.relative(p, real)
-		return resolved{rel: rel, exists: true}, err
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return resolved{}, w.pathError(p, err)
-	}
-	if fi, lerr := os.Lstat(full); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		// A dangling symlink: writing through it would create its target, wherever that is.
-		return resolved{}, runtime.Failf(codeNotFound, "%q is a symlink whose target does not exist", filepath.ToSlash(p))
-	}
-	missing := []string{filepath.Base(full)}
-	for dir := filepath.Dir(full); ; dir = filepath.Dir(dir) {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			slices.Reverse(missing)
-			rel, err := w.relative(p, filepath.Join(append([]string{real}, missing...)...))
-			return resolved{rel: rel}, err
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return resolved{}, w.pathError(p, err)
-		}
-		if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return resolved{}, runtime.Failf(codeNotFound, "%q goes through a symlink whose target does not exist", filepath.ToSlash(p))
-		}
-		if len(dir) <= len(w.root) {
-			// The root itself vanished under us: not the caller's doing.
-			return resolved{}, fmt.Errorf("workspace root %s: %w", w.root, err)
-		}
-		missing = append(missing, filepath.Base(dir))
-	}
+	r, err := wspath.ResolveUnchanged(w.root, p)
+	return resolved{rel: r.Rel, exists: r.Exists}, failure(err)
 }
 
-// relative returns real relative to the root, or a failure when it lies outside.
-func (w workspace) relative(p, real string) (string, error) {
-	rel, err := filepath.Rel(w.root, real)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", runtime.Failf(codeOutsideWorkspace, "%q leads outside the workspace through a symlink", filepath.ToSlash(p))
+// failure turns a wspath refusal into the tool's failure with the same code; other
+// errors stay internal.
+func failure(err error) error {
+	var we *wspath.Error
+	if errors.As(err, &we) {
+		return runtime.Failf(we.Code, "%s", we.Msg)
 	}
-	return rel, nil
-}
-
-// pathError maps a resolution error to a failure the caller can act on.
-func (w workspace) pathError(p string, err error) error {
-	if errors.Is(err, syscall.ENOTDIR) {
-		return runtime.Failf(codeNotDirectory, "a parent of %q is not a directory", filepath.ToSlash(p))
-	}
-	return fmt.Errorf("resolve %s: %w", p, err)
+	return err
 }
 
 // openRoot opens the workspace as an os.Root: every operation through it is confined to

@@ -61,7 +61,7 @@ Usage:
 	             [--read-header-timeout D] [--body-timeout D] [--write-timeout D] [--idle-timeout D]
 	NAME call TOOL [JSON|-] [--session S] [--run R] [--step N] [--call-id C]
 	             [--protocol NAME] [--mode M] [--hold D] [--lease D]
-	NAME recover
+	NAME recover     (the calls of the acting principal's tenant)
 	NAME uncertain
 	NAME resolve ID --happened | --not-happened [--reason TEXT]
 	NAME approvals
@@ -76,7 +76,12 @@ Usage:
 Flags every command takes:
 	--dir DIR        spec root: tools/, servers/, protocols/, policy.yaml (default ".")
 	--db DSN         postgres://... or a SQLite file (default $TOOLRUN_DB, else DIR/.toolrun/toolrun.db)
-	--workspace W    the directory workspace.* tools are confined to (default DIR)
+	--workspace W    the directory the workspace and review tools are confined to (default
+	                 $TOOLRUN_WORKSPACE, else none: they answer no_workspace); {tenant} and
+	                 {run} segments give each
+	                 tenant and run its own, as in /srv/ws/{tenant}. Never DIR nor the
+	                 store's directory, and {tenant} is required when principals.yaml
+	                 names several tenants
 	--json           machine-readable output
 	--principal ID   who acts (default: "agent" for serve and call, "operator" otherwise);
 	                 with DIR/principals.yaml it must be declared there under local: (a
@@ -160,7 +165,7 @@ func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
 	c := &common{}
 	fs.StringVar(&c.dir, "dir", ".", "spec root")
 	fs.StringVar(&c.db, "db", os.Getenv("TOOLRUN_DB"), "store: postgres:// URL or SQLite file")
-	fs.StringVar(&c.workspace, "workspace", "", "directory the workspace.* tools are confined to (default: the spec root)")
+	fs.StringVar(&c.workspace, "workspace", os.Getenv("TOOLRUN_WORKSPACE"), "directory the workspace.* tools are confined to (default: the spec root)")
 	fs.BoolVar(&c.json, "json", false, "machine-readable output")
 	defPrincipal := "operator"
 	if cmd == "serve" || cmd == "call" {
@@ -478,7 +483,11 @@ func runRecover(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	defer h.Close()
-	rep, err := h.Recover(e.ctx)
+	actor, err := c.actor(e, h)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	rep, err := h.Operator().Recover(e.ctx, actor)
 	if err != nil {
 		return fail(e, cmd, err)
 	}

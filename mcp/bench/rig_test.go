@@ -109,7 +109,7 @@ func newRig(tb testing.TB) *rig {
 	}
 	tb.Cleanup(func() { u.Close() })
 	principal := runtime.Principal{ID: "bench", Tenant: "t", Scopes: []string{"mcp." + serverID}}
-	srv, err := server.New(server.Options{Pipeline: p, Registry: reg, Workspace: dir, Principal: principal})
+	srv, err := server.New(server.Options{Pipeline: p, Registry: reg, WorkspaceFor: func(string, string) string { return dir }, Principal: principal})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -49,7 +49,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		// room and where the arguments came from are unknown: external_untrusted.
 		ContextTrust:  []runtime.Trust{runtime.TrustExternalUntrusted},
 		ArgumentTrust: runtime.TrustExternalUntrusted,
-		Workspace:     s.opts.Workspace,
+	}
+	if s.opts.WorkspaceFor != nil {
+		call.Workspace = s.opts.WorkspaceFor(principal.Tenant, id.RunID)
 	}
 	o, err := s.execute(ctx, req.Session, p.GetProgressToken(), call)
 	if err != nil {

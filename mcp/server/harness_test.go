@@ -172,7 +172,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		t.Fatal(err)
 	}
 	opts := server.Options{
-		Pipeline: e.p, Registry: e.reg, Modes: modes, Principal: alice, Workspace: e.ws,
+		Pipeline: e.p, Registry: e.reg, Modes: modes, Principal: alice, WorkspaceFor: func(string, string) string { return e.ws },
 		ProgressInterval: -1, CallIDSecret: testCallIDSecret,
 	}
 	if cfg.opts != nil {

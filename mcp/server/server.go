@@ -62,8 +62,9 @@ type Options struct {
 	// random one for this Server, so its derived ids differ from every other process's
 	// and do not survive a restart.
 	CallIDSecret []byte
-	// Workspace is the workspace root of the calls (runtime.Call.Workspace).
-	Workspace string
+	// WorkspaceFor gives the workspace root of a tenant's run (runtime.Call.Workspace);
+	// nil or "" is none.
+	WorkspaceFor func(tenant, run string) string
 	// SessionID, when set, is the session of every connection served by Serve and
 	// ServeStdio that names none in _meta; empty means a random id per connection.
 	// HTTP sessions always default to their Mcp-Session-Id.

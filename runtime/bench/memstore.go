@@ -169,7 +169,7 @@ func (m *MemStore) InvocationListRetryable(context.Context, store.RetryableParam
 	return nil, nil
 }
 
-func (m *MemStore) InvocationCountUnclaimable(context.Context, []store.ToolRef) (store.Unclaimable, error) {
+func (m *MemStore) InvocationCountUnclaimable(context.Context, []store.ToolRef, string) (store.Unclaimable, error) {
 	return store.Unclaimable{}, nil
 }
 

@@ -120,6 +120,10 @@ type Invocation struct {
 	ResolvedAt       *time.Time // when it was resolved (database clock)
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// Workspace is the absolute workspace root the call was made in: recovery re-runs
+	// the call there, never in the recovering process's own (issue 14, finding 12). ""
+	// when the call had none, and on rows recorded before migration 007.
+	Workspace string
 }
 
 // Fence identifies one attempt of one invocation by one worker. Every write after a
@@ -156,6 +160,7 @@ type InsertParams struct {
 	Status                                   Status
 	ReasonCode                               string
 	Outcome                                  json.RawMessage
+	Workspace                                string        // Invocation.Workspace
 	Owner                                    string        // RUNNING only
 	Lease                                    time.Duration // RUNNING only
 	// Relaxed marks the terminal row of a record-once call (an idempotent none/read
@@ -198,6 +203,10 @@ type ToolRef struct {
 type Claimable struct {
 	Tools    []ToolRef
 	AllTools bool
+	// Tenant, when set, narrows the rows to that tenant's: the recovery an operator of
+	// one tenant runs never decides, re-runs or counts another tenant's calls (SEC-3;
+	// issue 14, finding 12). "" is every tenant (a host's own maintenance).
+	Tenant string
 }
 
 // Validate reports whether c says whose rows may be touched (ErrInvalid if not).
@@ -557,9 +566,9 @@ type Store interface {
 	InvocationListRetryable(ctx context.Context, p RetryableParams) ([]*Invocation, error)
 	// InvocationCountUnclaimable counts the rows the sweep or the retryable list would
 	// act on now if tools were every tool, but which tools do not match: what a worker
-	// with these tools leaves for another (the recovery report's "skipped"). It reads
-	// only.
-	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef) (Unclaimable, error)
+	// with these tools leaves for another (the recovery report's "skipped"), of tenant
+	// ("" for every tenant). It reads only.
+	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef, tenant string) (Unclaimable, error)
 	// InvocationListUncertain is the review queue of one tenant ("" for all): UNCERTAIN
 	// rows not yet resolved, oldest first.
 	InvocationListUncertain(ctx context.Context, tenant string) ([]*Invocation, error)

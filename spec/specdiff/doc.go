@@ -53,6 +53,7 @@
 //	POLICY_ALLOW_RULE_ADDED          weakens   policy    an allow_when rule added (it waives approvals)
 //	EGRESS_HOST_ADDED                weakens   policy    a host added to egress.allow
 //	BOUND_REMOVED                    weakens   tool      an argument no longer bound (the model supplies it), or bound to another source
+//	WORKSPACE_PATH_REMOVED           weakens   tool      an argument no longer workspace_path: checks see the path as written, not as resolved
 //	ISSUER_ADDED                     weakens   issuer    an OIDC/JWT issuer added to principals.yaml: its tokens now prove principals
 //	ISSUER_TENANTS_WIDENED           weakens   issuer    an issuer may now speak for a tenant it could not (tenant/tenants binding widened)
 //	ISSUER_CHANGED                   weakens   issuer    an issuer's iss, audience, keys (jwks_url, key_file), id or tenant claim changed, or an algorithm added

@@ -42,6 +42,7 @@ var Rules = []Rule{
 	{"POLICY_ALLOW_RULE_ADDED", Weakens, []string{"policy"}},
 	{"EGRESS_HOST_ADDED", Weakens, []string{"policy"}},
 	{"BOUND_REMOVED", Weakens, []string{"tool"}},
+	{"WORKSPACE_PATH_REMOVED", Weakens, []string{"tool"}},
 	{"ISSUER_ADDED", Weakens, []string{"issuer"}},
 	{"ISSUER_TENANTS_WIDENED", Weakens, []string{"issuer"}},
 	{"ISSUER_CHANGED", Weakens, []string{"issuer"}},

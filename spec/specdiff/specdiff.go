@@ -409,6 +409,10 @@ func (d *differ) field(tool string, p, c *spec.Tool, name string, pf, cf *spec.F
 		d.add("ARG_BOUND", "tool", tool, cl("bound"), loc(d.prev, p.File, pf.Pos),
 			"argument %s is now bound to %s: callers that send it are refused", shown, cf.Bound)
 	}
+	if pf.WorkspacePath && !cf.WorkspacePath {
+		d.add("WORKSPACE_PATH_REMOVED", "tool", tool, loc(d.cur, c.File, cf.Pos), pl("workspace_path"),
+			"argument %s is no longer a workspace path: conditions and the policy see the path as written, while the tool may follow symlinks they did not see", shown)
+	}
 	if pf.Type != cf.Type {
 		d.add("ARG_TYPE_CHANGED", "tool", tool, cl("type"), pl("type"),
 			"argument %s changed type from %s to %s", shown, pf.Type, cf.Type)
@@ -475,7 +479,7 @@ func writeSig(b *strings.Builder, f *spec.Field, desc bool) {
 			b.WriteString(" -")
 		}
 	}
-	fmt.Fprintf(b, " %q", f.Pattern)
+	fmt.Fprintf(b, " %q wspath=%v", f.Pattern, f.WorkspacePath)
 	if f.Items != nil {
 		b.WriteString(" items=")
 		writeSig(b, f.Items, desc)

@@ -454,8 +454,8 @@ func (f *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	return f.s.InvocationListRetryable(ctx, p)
 }
 
-func (f *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
-	return f.s.InvocationCountUnclaimable(ctx, tools)
+func (f *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
+	return f.s.InvocationCountUnclaimable(ctx, tools, tenant)
 }
 
 func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {

@@ -154,7 +154,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
 		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
 		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status), p.ReasonCode, nullJSON(p.Outcome),
-		owner, leaseUS, attempt)
+		owner, leaseUS, attempt, p.Workspace)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err == nil, err
 	}
@@ -284,7 +284,7 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 		return nil, err
 	}
 	p = p.WithDefaults()
-	invs, err := s.invocations(ctx, invocationSweep, p.Limit, p.MaxAttempts, p.ToolsParam())
+	invs, err := s.invocations(ctx, invocationSweep, p.Limit, p.MaxAttempts, p.ToolsParam(), p.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -295,15 +295,15 @@ func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	if err := p.Claimable.Validate(); err != nil {
 		return nil, err
 	}
-	return s.invocations(ctx, invocationListRetryable, sqlLimit(p.Limit), p.ToolsParam())
+	return s.invocations(ctx, invocationListRetryable, sqlLimit(p.Limit), p.ToolsParam(), p.Tenant)
 }
 
-func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
 	var u store.Unclaimable
 	if err := store.ValidateToolRefs(tools); err != nil {
 		return u, err
 	}
-	err := s.queryRow(ctx, invocationCountUnclaimable, store.ToolRefsJSON(tools)).Scan(&u.NotRegistered, &u.DefinitionChanged)
+	err := s.queryRow(ctx, invocationCountUnclaimable, store.ToolRefsJSON(tools), tenant).Scan(&u.NotRegistered, &u.DefinitionChanged)
 	return u, err
 }
 

@@ -16,7 +16,7 @@ import (
 const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
 	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
-	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at`
+	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at, workspace`
 
 // fenced is the predicate of every write after a claim.
 const fenced = `id = @id AND status = 'RUNNING' AND lease_owner = @owner AND attempt = @attempt AND suspended_at IS NULL`
@@ -34,8 +34,11 @@ const leaseEnd = `now() + @lease_us::bigint * interval '1 microsecond'`
 const toolMatches = `EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text, version integer, sha256 text)
 	WHERE ref.name = t.tool AND ref.version = t.tool_version AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.sha256))`
 
+// ofTenant is Claimable.Tenant on the row aliased t: @claim_tenant '' is every tenant.
+const ofTenant = `(@claim_tenant::text = '' OR t.tenant = @claim_tenant)`
+
 // claimable is store.Claimable: @tools NULL is AllTools.
-const claimable = `(@tools::jsonb IS NULL OR ` + toolMatches + `)`
+const claimable = `(@tools::jsonb IS NULL OR ` + toolMatches + `) AND ` + ofTenant
 
 // expiredLease and retryable select the rows recovery acts on (the sweep, the
 // retryable list), on the row aliased t.
@@ -49,10 +52,10 @@ const (
 	invocationInsertSQL = `
 INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
-	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
+	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at, workspace)
 VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
 	@tool_sha256, @idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
-	@outcome, @lease_owner, ` + leaseEnd + `, @attempt, now(), now())
+	@outcome, @lease_owner, ` + leaseEnd + `, @attempt, now(), now(), @workspace)
 ON CONFLICT (key) DO NOTHING
 RETURNING ` + invocationColumns
 
@@ -178,9 +181,9 @@ SELECT
 	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text)
 		WHERE ref.name = t.tool))
 FROM (
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + `
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + ` AND ` + ofTenant + `
 	UNION ALL
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + `
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + ` AND ` + ofTenant + `
 ) AS t
 WHERE NOT ` + toolMatches
 
@@ -301,7 +304,7 @@ var (
 	invocationInsert = compile(invocationInsertSQL, "key", "tenant", "principal", "session_id", "run_id",
 		"step_number", "call_id", "tool", "tool_version", "tool_sha256", "idempotency", "idempotent_when", "args", "args_hash",
 		"origin_trust", "argument_trust", "mode", "decision", "status", "reason_code", "outcome",
-		"lease_owner", "lease_us", "attempt")
+		"lease_owner", "lease_us", "attempt", "workspace")
 	invocationGet              = compile(invocationGetSQL, "id")
 	invocationGetByKey         = compile(invocationGetByKeySQL, "key")
 	invocationGetByResumeToken = compile(invocationGetByResumeTokenSQL, "token")
@@ -323,9 +326,9 @@ var (
 	invocationResume           = compile(invocationResumeSQL, "resume_token",
 		"status", "reason_code", "outcome", "watermark_missing")
 	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us", "ids")
-	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts", "tools")
-	invocationListRetryable    = compile(invocationListRetryableSQL, "limit", "tools")
-	invocationCountUnclaimable = compile(invocationCountUnclaimableSQL, "tools")
+	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts", "tools", "claim_tenant")
+	invocationListRetryable    = compile(invocationListRetryableSQL, "limit", "tools", "claim_tenant")
+	invocationCountUnclaimable = compile(invocationCountUnclaimableSQL, "tools", "claim_tenant")
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
 		"with_audit"}, auditParams...)...)

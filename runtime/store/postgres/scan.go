@@ -36,7 +36,7 @@ func decodeInvocation(rows pgx.Rows) (*store.Invocation, error) {
 		EffectSentAt: r.nullTimestamp(), EarlierEffectSentAt: r.nullTimestamp(), WatermarkMissing: r.bool(),
 		LeaseOwner: r.text(), LeaseExpiresAt: r.nullTimestamp(), Attempt: int(r.integer()), SuspendedAt: r.nullTimestamp(),
 		ResumeToken: r.text(), Resolution: r.text(), ResolvedBy: r.text(), ResolvedAt: r.nullTimestamp(),
-		CreatedAt: r.timestamp(), UpdatedAt: r.timestamp(),
+		CreatedAt: r.timestamp(), UpdatedAt: r.timestamp(), Workspace: r.text(),
 	}
 	if err := r.done(); err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ const nowMicros = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
 const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
 	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
-	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at`
+	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at, workspace`
 
 // fenced is the predicate of every write after a claim.
 const fenced = `id = :id AND status = 'RUNNING' AND lease_owner = :owner AND attempt = :attempt AND suspended_at IS NULL`
@@ -25,8 +25,11 @@ const toolMatches = `EXISTS (SELECT 1 FROM json_each(:tools) AS ref
 	WHERE ref.value ->> 'name' = t.tool AND ref.value ->> 'version' = t.tool_version
 		AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.value ->> 'sha256'))`
 
+// ofTenant is Claimable.Tenant on the row aliased t: :claim_tenant '' is every tenant.
+const ofTenant = `(:claim_tenant = '' OR t.tenant = :claim_tenant)`
+
 // claimable is store.Claimable: :tools NULL is AllTools.
-const claimable = `(:tools IS NULL OR ` + toolMatches + `)`
+const claimable = `(:tools IS NULL OR ` + toolMatches + `) AND ` + ofTenant
 
 // expiredLease and retryable select the rows recovery acts on (the sweep, the
 // retryable list), on the row aliased t.
@@ -40,10 +43,10 @@ const (
 	invocationInsertSQL = `
 INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
-	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at)
+	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at, workspace)
 VALUES (:key, :tenant, :principal, :session_id, :run_id, :step_number, :call_id, :tool, :tool_version,
 	:tool_sha256, :idempotency, :idempotent_when, :args, :args_hash, :origin_trust, :argument_trust, :mode, :decision, :status, :reason_code,
-	:outcome, :lease_owner, ` + nowMicros + ` + :lease_us, :attempt, ` + nowMicros + `, ` + nowMicros + `)
+	:outcome, :lease_owner, ` + nowMicros + ` + :lease_us, :attempt, ` + nowMicros + `, ` + nowMicros + `, :workspace)
 ON CONFLICT (key) DO NOTHING
 RETURNING ` + invocationColumns
 
@@ -166,9 +169,9 @@ SELECT
 	count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM json_each(:tools) AS ref WHERE ref.value ->> 'name' = t.tool)),
 	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM json_each(:tools) AS ref WHERE ref.value ->> 'name' = t.tool))
 FROM (
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + `
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + ` AND ` + ofTenant + `
 	UNION ALL
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + `
+	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + ` AND ` + ofTenant + `
 ) AS t
 WHERE NOT ` + toolMatches
 

@@ -253,6 +253,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
 		sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
 		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt),
+		sql.Named("workspace", p.Workspace),
 	}
 	var inv *store.Invocation
 	var err error
@@ -451,7 +452,8 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	var swept []store.Swept
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		invs, err := queryInvocations(ctx, tx.StmtContext(ctx, s.w.sweep),
-			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts), sql.Named("tools", p.ToolsParam()))
+			sql.Named("limit", p.Limit), sql.Named("max_attempts", p.MaxAttempts), sql.Named("tools", p.ToolsParam()),
+			sql.Named("claim_tenant", p.Tenant))
 		if err != nil {
 			return err
 		}
@@ -468,15 +470,16 @@ func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	if err := p.Claimable.Validate(); err != nil {
 		return nil, err
 	}
-	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(p.Limit)), sql.Named("tools", p.ToolsParam()))
+	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(p.Limit)), sql.Named("tools", p.ToolsParam()),
+		sql.Named("claim_tenant", p.Tenant))
 }
 
-func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
+func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
 	var u store.Unclaimable
 	if err := store.ValidateToolRefs(tools); err != nil {
 		return u, err
 	}
-	err := s.r.countUnclaimable.QueryRowContext(ctx, sql.Named("tools", store.ToolRefsJSON(tools))).
+	err := s.r.countUnclaimable.QueryRowContext(ctx, sql.Named("tools", store.ToolRefsJSON(tools)), sql.Named("claim_tenant", tenant)).
 		Scan(&u.NotRegistered, &u.DefinitionChanged)
 	return u, err
 }
@@ -663,7 +666,7 @@ func scanInvocation(row rowScanner) (*store.Invocation, error) {
 		&inv.Tool, &inv.ToolVersion, &inv.ToolSHA256, &inv.Idempotency, &r.idemWhen, &r.args, &inv.ArgsHash, &inv.OriginTrust,
 		&inv.ArgumentTrust, &inv.Mode, &inv.Decision, &r.status, &inv.ReasonCode, &r.outcome, &r.effectSent,
 		&r.earlierEffect, &inv.WatermarkMissing, &r.owner, &r.leaseExp, &inv.Attempt, &r.susp, &r.resumeToken,
-		&inv.Resolution, &inv.ResolvedBy, &r.resAt, &r.created, &r.updated)
+		&inv.Resolution, &inv.ResolvedBy, &r.resAt, &r.created, &r.updated, &inv.Workspace)
 	if err != nil {
 		return nil, notFound(err)
 	}

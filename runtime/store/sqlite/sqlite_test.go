@@ -112,16 +112,18 @@ func TestMigrations_DownThenUp(t *testing.T) {
 	}
 }
 
-// TestMigration006_UpKeepsRows: a store of the schema before migration 006, with rows,
-// upgrades in place: its rows are all still there, and the new table works.
-func TestMigration006_UpKeepsRows(t *testing.T) {
+// TestMigrations006And007_UpKeepRows: a store of the schema before migration 006,
+// with rows, upgrades in place: its rows are all still there (without a recorded
+// workspace, 007), and the new table works.
+func TestMigrations006And007_UpKeepRows(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
 	if err := migrateDown(ctx, s.write, 5); err != nil {
 		t.Fatal(err)
 	}
-	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "kept", Tenant: "acme", Tool: "a.b", Status: store.StatusPending})
-	if err != nil {
+	var id int64
+	if err := s.write.QueryRowContext(ctx, `INSERT INTO tool_invocations (key, tenant, tool, session_id, run_id, args_hash, status, created_at, updated_at)
+		VALUES ('kept', 'acme', 'a.b', 's', 'r', 'h', 'PENDING', 1, 1) RETURNING id`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AuditAppend(ctx, store.AuditEntry{Tenant: "acme", Kind: "approval", Principal: "ana"}); err != nil {
@@ -130,7 +132,7 @@ func TestMigration006_UpKeepsRows(t *testing.T) {
 	if err := migrateUp(ctx, s.write); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.InvocationGet(ctx, inv.ID); err != nil || got.Key != "kept" || got.Tenant != "acme" {
+	if got, err := s.InvocationGet(ctx, id); err != nil || got.Key != "kept" || got.Tenant != "acme" || got.Workspace != "" {
 		t.Fatalf("the row after the upgrade: %+v, %v", got, err)
 	}
 	if audit, err := s.AuditList(ctx, "acme", 0, 0); err != nil || len(audit) != 1 {

@@ -27,6 +27,8 @@ var claimableTests = []struct {
 	{"Claimable_Invalid_ErrInvalidWritesNothing", testClaimableInvalid},
 	{"ListRetryable_Claimable_OnlyTheWorkersTools", testListRetryableClaimable},
 	{"CountUnclaimable_SplitsNotRegisteredAndChanged", testCountUnclaimable},
+	{"Claimable_Tenant_OnlyThatTenantsRows", testClaimableTenant},
+	{"Insert_Workspace_RoundTrips", testInsertWorkspace},
 	{"Approval_DecideWithAudit_BothOrNeither", testApprovalDecideWithAudit},
 	{"ResolveUncertain_WithAudit_BothOrNeither", testResolveUncertainWithAudit},
 }
@@ -61,7 +63,7 @@ func (e *env) awaitUnclaimable(t *testing.T, tools []store.ToolRef, want store.U
 	var got store.Unclaimable
 	eventually(t, fmt.Sprintf("unclaimable %+v", want), func() bool {
 		var err error
-		got, err = e.s.InvocationCountUnclaimable(e.ctx, tools)
+		got, err = e.s.InvocationCountUnclaimable(e.ctx, tools, "")
 		noErr(t, "InvocationCountUnclaimable", err)
 		return got == want
 	})
@@ -159,7 +161,7 @@ func testClaimableInvalid(t *testing.T, e *env) {
 		_, err = e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: c})
 		wantErr(t, "list retryable, "+name, err, store.ErrInvalid)
 	}
-	_, err := e.s.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine, {Version: 1}})
+	_, err := e.s.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine, {Version: 1}}, "")
 	wantErr(t, "count with a nameless ref", err, store.ErrInvalid)
 	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w-inv" {
 		t.Fatalf("an invalid sweep wrote: %+v", got)
@@ -234,7 +236,7 @@ func testCountUnclaimable(t *testing.T, e *env) {
 		"every definition": {[]store.ToolRef{theirs, mine, changed, {Name: mine.Name, Version: 2, SHA256: mine.SHA256}},
 			store.Unclaimable{}},
 	} {
-		got, err := e.other.InvocationCountUnclaimable(e.ctx, c.tools)
+		got, err := e.other.InvocationCountUnclaimable(e.ctx, c.tools, "")
 		noErr(t, name, err)
 		if got != c.want {
 			t.Errorf("%s: %+v, want %+v", name, got, c.want)
@@ -353,4 +355,57 @@ func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, store.ResolutionHappened, "carol", decisionAudit(other, "resolve"))
 	noErr(t, "review in the row's tenant", err)
 	e.checkAudit(t, "after the second row's review", inv.CreatedAt, audit, decisionAudit(other, "resolve"))
+}
+
+func ofTenant(tenant string) func(*store.InsertParams) {
+	return func(p *store.InsertParams) { p.Tenant = tenant }
+}
+
+// A tenant's operator recovers its tenant's calls only (SEC-3; issue 14, finding 12):
+// the sweep, the retryable list and the counts of a Claimable with a Tenant neither
+// decide, re-run nor count another tenant's rows.
+func testClaimableTenant(t *testing.T, e *env) {
+	const w = "w-tenants"
+	ownExpired := e.insert(t, tool(mine), ofTenant("tenant-a"), running(w, longLease))
+	otherExpired := e.insert(t, tool(mine), ofTenant("tenant-b"), running(w, longLease))
+	e.expire(t, w, 2)
+	otherRetry := e.insert(t, tool(mine), ofTenant("tenant-b"))
+	e.insert(t, tool(theirs), ofTenant("tenant-b")) // another tool, another tenant: not counted for a
+	ownRetry := e.insert(t, tool(mine), ofTenant("tenant-a"))
+	beforeExpired, beforeRetry := e.get(t, otherExpired.ID), e.get(t, otherRetry.ID)
+
+	forA := store.Claimable{Tools: []store.ToolRef{mine}, Tenant: "tenant-a"}
+	e.sweepUntil(t, store.SweepParams{Claimable: forA}, ownExpired.ID)
+	e.unchanged(t, "tenant-b's expired row", beforeExpired)
+	rows, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: forA})
+	noErr(t, "list retryable", err)
+	for _, r := range rows {
+		if r.Tenant != "tenant-a" {
+			t.Fatalf("tenant-a's retryable list holds %s's row %d", r.Tenant, r.ID)
+		}
+	}
+	if len(rows) != 2 || rows[0].ID != ownExpired.ID && rows[1].ID != ownExpired.ID || rows[0].ID != ownRetry.ID && rows[1].ID != ownRetry.ID {
+		t.Fatalf("tenant-a's retryable list: %v", ids(rows))
+	}
+	got, err := e.s.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}, "tenant-a")
+	noErr(t, "count for tenant-a", err)
+	if got != (store.Unclaimable{}) {
+		t.Fatalf("tenant-a's count holds another tenant's rows: %+v", got)
+	}
+	e.awaitUnclaimable(t, []store.ToolRef{mine}, store.Unclaimable{NotRegistered: 1})
+	e.unchanged(t, "tenant-b's retryable row", beforeRetry)
+	// Without a tenant, the host's maintenance takes every tenant's.
+	e.sweepUntil(t, store.SweepParams{Claimable: claimableBy(mine)}, otherExpired.ID)
+}
+
+// The workspace a call was made in is recorded with it, for recovery to re-run it
+// there (issue 14, finding 12).
+func testInsertWorkspace(t *testing.T, e *env) {
+	inv := e.insert(t, func(p *store.InsertParams) { p.Workspace = "/srv/ws/tenant-a/run-1" })
+	if inv.Workspace != "/srv/ws/tenant-a/run-1" || e.get(t, inv.ID).Workspace != inv.Workspace {
+		t.Fatalf("workspace %q, read back %q", inv.Workspace, e.get(t, inv.ID).Workspace)
+	}
+	if none := e.insert(t); none.Workspace != "" {
+		t.Fatalf("a call without a workspace recorded %q", none.Workspace)
+	}
 }

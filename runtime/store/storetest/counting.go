@@ -158,8 +158,8 @@ func (c *CountingStore) InvocationListRetryable(ctx context.Context, p store.Ret
 	return c.s.InvocationListRetryable(ctx, p)
 }
 
-func (c *CountingStore) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef) (store.Unclaimable, error) {
-	return c.s.InvocationCountUnclaimable(ctx, tools)
+func (c *CountingStore) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
+	return c.s.InvocationCountUnclaimable(ctx, tools, tenant)
 }
 
 func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {

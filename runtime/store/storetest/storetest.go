@@ -1554,7 +1554,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 			_, err := c.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
 			return err
 		},
-		func() error { _, err := c.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}); return err },
+		func() error { _, err := c.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}, ""); return err },
 		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },
 		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "tenant-a", "run-1", "hash-1"); return err },
 		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },

@@ -1,0 +1,1 @@
+ALTER TABLE tool_invocations DROP COLUMN workspace;
