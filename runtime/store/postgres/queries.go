@@ -34,7 +34,7 @@ const leaseEnd = `now() + @lease_us::bigint * interval '1 microsecond'`
 const toolMatches = `EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text, version integer, sha256 text)
 	WHERE ref.name = t.tool AND ref.version = t.tool_version AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.sha256))`
 
-// ofTenant is Claimable.Tenant on the row aliased t: @claim_tenant '' is every tenant.
+// ofTenant is Claimable.Tenant on the row aliased t: @claim_tenant ” is every tenant.
 const ofTenant = `(@claim_tenant::text = '' OR t.tenant = @claim_tenant)`
 
 // claimable is store.Claimable: @tools NULL is AllTools.

@@ -25,7 +25,7 @@ const toolMatches = `EXISTS (SELECT 1 FROM json_each(:tools) AS ref
 	WHERE ref.value ->> 'name' = t.tool AND ref.value ->> 'version' = t.tool_version
 		AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.value ->> 'sha256'))`
 
-// ofTenant is Claimable.Tenant on the row aliased t: :claim_tenant '' is every tenant.
+// ofTenant is Claimable.Tenant on the row aliased t: :claim_tenant ” is every tenant.
 const ofTenant = `(:claim_tenant = '' OR t.tenant = :claim_tenant)`
 
 // claimable is store.Claimable: :tools NULL is AllTools.
