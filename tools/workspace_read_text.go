@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -37,20 +38,15 @@ func (workspaceReadText) Run(ctx context.Context, tc *runtime.ExecContext, args 
 		return res, err
 	}
 	defer r.Close()
-	f, err := r.Open(rp.rel)
+	f, _, err := openRegular(r, rp.rel, args.Path)
 	if err != nil {
-		return res, fmt.Errorf("open %s: %w", rp.rel, err)
+		var tf *runtime.ToolFailure
+		if errors.As(err, &tf) && tf.Code == codeIsDirectory {
+			return res, runtime.Failf(codeIsDirectory, "%s is a directory; use workspace.list", args.Path)
+		}
+		return res, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return res, fmt.Errorf("stat %s: %w", rp.rel, err)
-	case fi.IsDir():
-		return res, runtime.Failf(codeIsDirectory, "%s is a directory; use workspace.list", args.Path)
-	case !fi.Mode().IsRegular():
-		return res, runtime.Failf(codeNotRegularFile, "%s is not a regular file", args.Path)
-	}
 
 	// One pass hashes the whole file and keeps the requested window (plus one byte, to
 	// learn whether the file goes on), so the digest and the text describe the same bytes
