@@ -318,8 +318,14 @@ func vetConfig(ctx context.Context, name string, data []byte) error {
 	if len(shown) > maxShown {
 		shown = shown[:maxShown]
 	}
+	// A subsection is any text the attacker chose: each key is quoted (no control
+	// character reaches a terminal) and cut, so the message stays small.
+	const maxKeyShown = 100
 	quoted := make([]string, len(shown))
 	for i, k := range shown {
+		if len(k) > maxKeyShown {
+			k = k[:maxKeyShown] + "..."
+		}
 		quoted[i] = fmt.Sprintf("%q", k)
 	}
 	more := ""
