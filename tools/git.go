@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolgen/toolgen/runtime"
 )
@@ -22,15 +23,53 @@ const (
 )
 
 // gitRepo runs git in the workspace: "git -C <root> ...", as a child process with an
-// argument vector (no shell), so no argument is ever interpreted twice.
+// argument vector (no shell), so no argument is ever interpreted twice, on the git
+// directory the guard located and vetted (GIT_DIR, GIT_WORK_TREE: no discovery).
 type gitRepo struct {
-	ws workspace
+	ws    workspace
+	guard *repoGuard
 }
 
 // gitHardening is passed to every git command. The repository's own configuration is
-// workspace content, which a run may have written: hooks and an fsmonitor command
-// would run arbitrary programs in the worker, so neither is honoured.
-var gitHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+// workspace content, which a run may have written; the guard (repoGuard) refuses any
+// key that is not on its allowlist before git runs, and these overrides are the second
+// line behind it: each key that would run a program, prompt or reach the network gets
+// an inert value (command-line -c beats every configuration file; each is accepted by
+// git 2.39). diff.external is emptied rather than left alone: a patch-producing git diff
+// then fails loudly ("cannot run"), so callers pass --no-ext-diff or ask for names only.
+// gc.auto and maintenance.auto keep git merge from starting a background gc that would
+// outlive the call.
+var gitHardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.sshCommand=",
+	"-c", "core.pager=cat",
+	"-c", "core.editor=true",
+	"-c", "sequence.editor=true",
+	"-c", "core.askPass=",
+	"-c", "credential.helper=",
+	"-c", "diff.external=",
+	"-c", "commit.gpgSign=false",
+	"-c", "protocol.allow=never",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+}
+
+// gitWaitDelay bounds how long a git command's output pipes are drained once git has
+// exited or been killed at the deadline: a child git left behind holding them cannot
+// keep the call waiting.
+const gitWaitDelay = 2 * time.Second
+
+// gitCommand returns a git command with the hardening flags, bound to ctx: at the
+// deadline git and everything it started is killed (killProcessGroup), and
+// gitWaitDelay later the call returns whatever the children do. The caller sets Dir,
+// Env and the standard streams.
+func gitCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(gitHardening), args...)...)
+	cmd.WaitDelay = gitWaitDelay
+	killProcessGroup(cmd)
+	return cmd
+}
 
 // gitEnvDrop are environment variables that would point git at another repository
 // than the workspace's.
@@ -60,11 +99,14 @@ func exitCode(err error) int {
 }
 
 // run runs git with args and returns its trimmed standard output. A non-zero exit is a
-// *gitError; failing to start git at all is an internal error.
+// *gitError; failing to start git at all is an internal error. The guard checks the
+// repository again first: its configuration may have changed since the last command.
 func (g gitRepo) run(ctx context.Context, args ...string) (string, error) {
-	full := append(append([]string{"-C", g.ws.root}, gitHardening...), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = gitEnv()
+	if err := g.guard.check(ctx); err != nil {
+		return "", err
+	}
+	cmd := gitCommand(ctx, append([]string{"-C", g.ws.root}, args...)...)
+	cmd.Env = append(gitEnv(), "GIT_DIR="+g.guard.dir, "GIT_WORK_TREE="+g.ws.root)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -89,10 +131,13 @@ func gitEnv() []string {
 	// Never wait for a password or an editor, and keep messages parseable.
 	// GIT_OPTIONAL_LOCKS=0: read-only commands such as git status must not refresh
 	// .git/index, or Prepare would leave a mark before the watermark.
-	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	// GIT_PAGER=cat: no pager, whatever the configuration says.
+	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "GIT_PAGER=cat", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 }
 
-// openGitRepo checks that the workspace is inside a git work tree.
+// openGitRepo checks that the workspace is the top of its own git work tree, and that
+// the repository's configuration and git directory pass the guard (unsafe_repository_config
+// otherwise), before any git command runs in it.
 func openGitRepo(ctx context.Context, tc *runtime.ExecContext) (gitRepo, error) {
 	ws, err := openWorkspace(tc)
 	if err != nil {
@@ -101,7 +146,11 @@ func openGitRepo(ctx context.Context, tc *runtime.ExecContext) (gitRepo, error) 
 	if _, err := exec.LookPath("git"); err != nil {
 		return gitRepo{}, fmt.Errorf("git is not installed on this worker: %w", err)
 	}
-	g := gitRepo{ws: ws}
+	guard, err := guardRepository(ctx, ws)
+	if err != nil {
+		return gitRepo{}, err
+	}
+	g := gitRepo{ws: ws, guard: guard}
 	out, err := g.run(ctx, "rev-parse", "--is-inside-work-tree")
 	if exitCode(err) > 0 || err == nil && out != "true" {
 		return g, runtime.Failf(codeNotGitRepository, "the workspace is not inside a git work tree")
@@ -109,10 +158,9 @@ func openGitRepo(ctx context.Context, tc *runtime.ExecContext) (gitRepo, error) 
 	if err != nil {
 		return g, err
 	}
-	// The repository must be the workspace's own: git searches upward from the
-	// workspace, and a .git file can point anywhere, so a workspace inside another
-	// repository, or one holding "gitdir: /elsewhere", would act on a repository the
-	// run does not own.
+	// The repository must be the workspace's own. The guard located its git directory
+	// inside the workspace and git runs on exactly that; what git reports is checked
+	// all the same.
 	root, err := filepath.EvalSymlinks(ws.root)
 	if err != nil {
 		return g, err

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -78,7 +80,7 @@ func (reviewApprove) Run(ctx context.Context, tc *runtime.ExecContext, args gen.
 	defer r.Close()
 	recPath := approvalRecordPath(args.Branch)
 	rel := filepath.FromSlash(recPath)
-	cur, err := r.ReadFile(rel)
+	cur, err := readRecord(ctx, r, rel, recPath, int64(len(data)))
 	switch {
 	case err == nil && bytes.Equal(cur, data):
 		// Already approved, identically: nothing to write.
@@ -87,11 +89,29 @@ func (reviewApprove) Run(ctx context.Context, tc *runtime.ExecContext, args gen.
 			return res, fmt.Errorf("write approval record: %w", err)
 		}
 	default:
-		return res, fmt.Errorf("read approval record: %w", err)
+		return res, err
 	}
 	res.Record = recPath
 	res.Branch = args.Branch
 	res.Commit = args.Commit
 	res.ApprovedBy = id.Principal
 	return res, nil
+}
+
+// readRecord reads the current approval record rel under r, to compare it with want
+// bytes: at most want+1 bytes are read (a longer file differs anyway, and is not read
+// whole), and a FIFO, device or directory standing at the record's path is refused
+// before it is opened (not_regular_file, is_directory), so the call cannot block in
+// open(2) past its deadline (issue 14, finding 13).
+func readRecord(ctx context.Context, r *os.Root, rel, shown string, want int64) ([]byte, error) {
+	f, _, err := openRegular(r, rel, shown)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cur, err := io.ReadAll(io.LimitReader(readerCtx{ctx, f}, want+1))
+	if err != nil {
+		return nil, fmt.Errorf("read approval record: %w", err)
+	}
+	return cur, nil
 }

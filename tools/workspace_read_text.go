@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -37,27 +38,31 @@ func (workspaceReadText) Run(ctx context.Context, tc *runtime.ExecContext, args 
 		return res, err
 	}
 	defer r.Close()
-	f, err := r.Open(rp.rel)
+	f, _, err := openRegular(r, rp.rel, args.Path)
 	if err != nil {
-		return res, fmt.Errorf("open %s: %w", rp.rel, err)
+		var tf *runtime.ToolFailure
+		if errors.As(err, &tf) && tf.Code == codeIsDirectory {
+			return res, runtime.Failf(codeIsDirectory, "%s is a directory; use workspace.list", args.Path)
+		}
+		return res, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return res, fmt.Errorf("stat %s: %w", rp.rel, err)
-	case fi.IsDir():
-		return res, runtime.Failf(codeIsDirectory, "%s is a directory; use workspace.list", args.Path)
-	case !fi.Mode().IsRegular():
-		return res, runtime.Failf(codeNotRegularFile, "%s is not a regular file", args.Path)
-	}
 
 	// One pass hashes the whole file and keeps the requested window (plus one byte, to
 	// learn whether the file goes on), so the digest and the text describe the same bytes
-	// even if the file is replaced meanwhile.
+	// even if the file is replaced meanwhile. The same pass checks that the whole file is
+	// text: a binary file (a SQLite database, say) is refused as a whole, whatever the
+	// window, or it could be read window by window through its text-looking stretches.
 	h := sha256.New()
 	win := &windowWriter{skip: args.Offset, keep: args.MaxBytes + 1}
-	size, err := io.Copy(io.MultiWriter(h, win), readerCtx{ctx, f})
+	check := &textCheck{}
+	size, err := io.Copy(io.MultiWriter(check, h, win), readerCtx{ctx, f})
+	if err == nil {
+		err = check.finish()
+	}
+	if errors.Is(err, errNotText) {
+		return res, runtime.Failf(codeNotText, "%s is not UTF-8 text (it holds invalid UTF-8 or NUL bytes)", args.Path)
+	}
 	if err != nil {
 		return res, fmt.Errorf("read %s: %w", rp.rel, err)
 	}
@@ -72,6 +77,8 @@ func (workspaceReadText) Run(ctx context.Context, tc *runtime.ExecContext, args 
 	if len(text) > 0 && !utf8.RuneStart(text[0]) {
 		return res, runtime.Failf(codeInvalidOffset, "offset %d of %s falls inside a UTF-8 character; start at a character boundary such as a previous next_offset", args.Offset, args.Path)
 	}
+	// The whole file is valid, so is a window cut at character boundaries; checked
+	// again all the same, as the text returned must be text whatever happened above.
 	if !utf8.Valid(text) || bytes.IndexByte(text, 0) >= 0 {
 		return res, runtime.Failf(codeNotText, "%s is not UTF-8 text (it holds invalid UTF-8 or NUL bytes)", args.Path)
 	}
@@ -117,6 +124,54 @@ func trimPartialRune(b []byte) []byte {
 		}
 	}
 	return b
+}
+
+// errNotText stops the copy of a file that is not text.
+var errNotText = errors.New("not UTF-8 text")
+
+// textCheck is a writer that fails with errNotText at the first NUL byte or invalid
+// UTF-8 sequence of the stream written to it, however the stream is split into writes:
+// a sequence cut by a write boundary is carried to the next write (io.Copy writes 32 KiB
+// at a time, and a character straddling two chunks is valid). finish reports a stream
+// that ends inside a sequence.
+type textCheck struct {
+	pending []byte // an incomplete sequence at the end of the previous write
+}
+
+func (c *textCheck) Write(p []byte) (int, error) {
+	n := len(p)
+	if bytes.IndexByte(p, 0) >= 0 {
+		return 0, errNotText
+	}
+	if len(c.pending) > 0 {
+		// Complete the carried sequence with the first bytes of p.
+		k := min(len(p), utf8.UTFMax-len(c.pending))
+		buf := append(c.pending, p[:k]...)
+		if !utf8.FullRune(buf) { // p was too short to complete it: carry on
+			c.pending = buf
+			return n, nil
+		}
+		r, size := utf8.DecodeRune(buf)
+		if r == utf8.RuneError && size == 1 {
+			return 0, errNotText
+		}
+		p = p[size-len(c.pending):]
+		c.pending = c.pending[:0]
+	}
+	body := trimPartialRune(p)
+	if !utf8.Valid(body) {
+		return 0, errNotText
+	}
+	c.pending = append(c.pending, p[len(body):]...)
+	return n, nil
+}
+
+// finish fails when the stream ended inside a UTF-8 sequence.
+func (c *textCheck) finish() error {
+	if len(c.pending) > 0 {
+		return errNotText
+	}
+	return nil
 }
 
 // readerCtx stops a long read when the call is cancelled.

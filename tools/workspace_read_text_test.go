@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolgen/toolgen/gen"
 )
@@ -111,4 +112,67 @@ func TestReadText_PathThroughASymlinkIsRefusedAsChanged(t *testing.T) {
 
 func TestReadText_NoWorkspace(t *testing.T) {
 	newCall(t, "").fails(t, readText, `{"path": "a.txt"}`, "no_workspace")
+}
+
+// Issue 14, finding 1: a binary file is refused as a whole, whatever the window asked
+// for, or a database could be read window by window through its text-looking stretches.
+func TestReadText_BinaryFileIsRefusedWhole(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "db.sqlite", strings.Repeat("SQLite format 3 text\n", 100<<10/21+1)+"\x00")
+	c := newCall(t, dir)
+	c.fails(t, readText, `{"path": "db.sqlite", "offset": 0, "max_bytes": 10}`, "not_text")
+	c.fails(t, readText, `{"path": "db.sqlite", "offset": 21, "max_bytes": 21}`, "not_text")
+	// Invalid UTF-8 far from the window, and a file ending inside a character.
+	writeFile(t, dir, "latin1.txt", strings.Repeat("x", 100<<10)+"caf\xe9 au lait\n")
+	c.fails(t, readText, `{"path": "latin1.txt", "max_bytes": 10}`, "not_text")
+	writeFile(t, dir, "cut.txt", "abc\xe2\x82")
+	c.fails(t, readText, `{"path": "cut.txt", "max_bytes": 4}`, "not_text")
+}
+
+// The file is checked as it is copied, 32 KiB at a time (io.Copy's buffer): a character
+// straddling two chunks is valid, an invalid sequence straddling them is not.
+func TestReadText_CharacterAcrossTheCopyBuffer(t *testing.T) {
+	dir := t.TempDir()
+	prefix := strings.Repeat("a", 32<<10-1) // "€" (3 bytes) then spans bytes 32767..32769
+	writeFile(t, dir, "ok.txt", prefix+"€b")
+	writeFile(t, dir, "bad.txt", prefix+"\xe2\x82b")
+	c := newCall(t, dir)
+	var res gen.WorkspaceReadTextResult
+	c.ok(t, readText, `{"path": "ok.txt", "max_bytes": 10}`, &res)
+	if res.Text != "aaaaaaaaaa" || res.Size != int64(len(prefix))+4 {
+		t.Fatalf("got %+v", res)
+	}
+	c.ok(t, readText, jsonArgs(t, map[string]any{"path": "ok.txt", "offset": len(prefix), "max_bytes": 10}), &res)
+	if res.Text != "€b" {
+		t.Fatalf("got %q, want the euro sign across the chunk boundary", res.Text)
+	}
+	c.fails(t, readText, `{"path": "bad.txt", "max_bytes": 10}`, "not_text")
+}
+
+// textCheck agrees with utf8.Valid and a NUL search however the stream is cut in two.
+func TestTextCheck_AnySplit(t *testing.T) {
+	for _, s := range []string{
+		"", "plain", "ab€cd", "😀x", "€😀€", "é", "a\x00b",
+		"\xe2\x82", "\xe2\x82A", "\xff", "a\x80", "\xf0\x9f\x98", "\xed\xa0\x80", // cut, bad, surrogate
+		"\xc0\xaf", "x\xe2\x82\xacy\xf0\x9f\x98\x80z",
+	} {
+		want := utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+		for cut := 0; cut <= len(s); cut++ {
+			for cut2 := cut; cut2 <= len(s); cut2++ {
+				c := &textCheck{}
+				var err error
+				for _, part := range []string{s[:cut], s[cut:cut2], s[cut2:]} {
+					if err == nil {
+						_, err = c.Write([]byte(part))
+					}
+				}
+				if err == nil {
+					err = c.finish()
+				}
+				if got := err == nil; got != want {
+					t.Errorf("%q cut at %d and %d: text %v, want %v (%v)", s, cut, cut2, got, want, err)
+				}
+			}
+		}
+	}
 }

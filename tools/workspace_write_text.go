@@ -85,14 +85,17 @@ func (workspaceWriteText) Commit(ctx context.Context, tc *runtime.ExecContext, p
 	var prefix io.Reader
 	if plan.mode == gen.WorkspaceWriteTextArgsModeAppend {
 		// The current content is read here, not in Prepare, so that a write landing in
-		// between is kept rather than silently undone by the rename.
-		cur, err := r.Open(plan.rel)
+		// between is kept rather than silently undone by the rename. Prepare saw a
+		// regular file, but a FIFO or a directory may stand there by now: openRegular
+		// refuses it without blocking (issue 14, finding 13), and the copy stops at the
+		// call's deadline.
+		cur, _, err := openRegular(r, plan.rel, plan.path)
 		switch {
 		case err == nil:
 			defer cur.Close()
-			prefix = cur
+			prefix = readerCtx{ctx, cur}
 		case !errors.Is(err, fs.ErrNotExist):
-			return res, fmt.Errorf("open %s: %w", plan.rel, err)
+			return res, err
 		}
 	}
 	err = atomicWrite(r, plan.rel, prefix, plan.data, plan.perm, plan.mode == gen.WorkspaceWriteTextArgsModeCreate)
