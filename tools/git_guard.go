@@ -102,72 +102,24 @@ func guardRepository(ctx context.Context, ws workspace) (*repoGuard, error) {
 }
 
 // locateGitDir returns the resolved git directory of the workspace: its root's .git
-// directory, or the target of a .git file ("gitdir: X", as git writes for submodules
-// and linked work trees) when X resolves inside the workspace. Anything else is
-// not_a_git_repository: the workspace is the top of its own work tree, or not a
-// repository at all.
+// directory, and nothing else. A .git file ("gitdir: X", as git writes for submodules
+// and linked work trees) or a .git symlink would move the git directory — its config,
+// its hooks — to a path that workspace.write_text's approval_when, which holds writes
+// under .git/, does not cover: a write to ".repo/config" would need no approval. The
+// builtins work on a plain repository, so either is refused (not_a_git_repository);
+// the workspace is the top of its own work tree, or not a repository at all.
 func locateGitDir(ws workspace) (string, error) {
 	dotGit := filepath.Join(ws.root, ".git")
 	fi, err := os.Lstat(dotGit)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", runtime.Failf(codeNotGitRepository, "the workspace is not the top of a git work tree (its root holds no .git)")
-	}
-	if err != nil {
-		return "", fmt.Errorf("stat .git: %w", err)
-	}
-	dir := dotGit
 	switch {
-	case fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0:
-		// A directory, or a symlink judged by where it resolves, below.
-	case fi.Mode().IsRegular():
-		target, err := readGitfile(ws)
-		if err != nil {
-			return "", err
-		}
-		if !filepath.IsAbs(target) {
-			// As git does: relative to the directory holding the .git file.
-			target = filepath.Join(ws.root, target)
-		}
-		dir = target
-	default:
-		return "", runtime.Failf(codeNotGitRepository, "the workspace's .git is neither a directory nor a gitdir file")
+	case errors.Is(err, fs.ErrNotExist):
+		return "", runtime.Failf(codeNotGitRepository, "the workspace is not the top of a git work tree (its root holds no .git)")
+	case err != nil:
+		return "", fmt.Errorf("stat .git: %w", err)
+	case !fi.IsDir():
+		return "", runtime.Failf(codeNotGitRepository, "the workspace's .git is not a directory (a gitdir file or a symlink moves the git directory out of .git/, where approvals cannot see it): the workspace tools work on a plain repository")
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", runtime.Failf(codeNotGitRepository, "the workspace's git directory does not exist")
-	}
-	// Strictly inside: a git directory that is the workspace root itself would make every
-	// workspace file part of it.
-	if rel, err := filepath.Rel(ws.root, real); err != nil || rel == "." || !filepath.IsLocal(rel) {
-		return "", runtime.Failf(codeNotGitRepository, "the workspace's git repository is not the workspace's own (its git directory is outside the workspace)")
-	}
-	if st, err := os.Stat(real); err != nil || !st.IsDir() {
-		return "", runtime.Failf(codeNotGitRepository, "the workspace's git directory is not a directory")
-	}
-	return real, nil
-}
-
-// readGitfile reads the workspace root's .git file and returns the path it names.
-func readGitfile(ws workspace) (string, error) {
-	r, err := ws.openRoot()
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	f, _, err := openRegular(r, ".git", ".git")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
-	if err != nil {
-		return "", fmt.Errorf("read .git: %w", err)
-	}
-	target, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
-	if !ok || target == "" || strings.ContainsAny(target, "\x00\n") {
-		return "", runtime.Failf(codeNotGitRepository, "the workspace's .git file is not a gitdir file")
-	}
-	return target, nil
+	return dotGit, nil
 }
 
 // walk refuses a git directory holding a symlink that resolves outside it, or a file

@@ -394,20 +394,18 @@ func TestMerge_GitDirectoryIsNeverDiscovered(t *testing.T) {
 	}
 }
 
-// A .git file naming a git directory inside the workspace is followed (that is how a
-// repository keeps its git directory apart); one leading out is not (see
-// TestPipeline_ReviewMergeIgnoresAGitfileLeadingOutside).
-func TestMerge_GitfileInsideTheWorkspace(t *testing.T) {
+// A .git file naming a git directory elsewhere in the workspace is refused: the git
+// directory would be .repo/, where workspace.write_text's approval_when (on .git/)
+// does not hold a write to its config or hooks.
+func TestMerge_GitfileIsRefused(t *testing.T) {
 	g := divergedRepo(t)
 	if err := os.Rename(filepath.Join(g.dir, ".git"), filepath.Join(g.dir, ".repo")); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, g.dir, ".git", "gitdir: .repo\n")
-	writeFile(t, g.dir, ".repo/info/exclude", ".repo\n")
-	var res gen.ReviewMergeResult
-	newCall(t, g.dir).ok(t, merge, `{"branch": "feature"}`, &res)
-	if res.Into != "main" || readFile(t, g.dir, "f.txt") != "feature\n" {
-		t.Fatalf("got %+v", res)
+	newCall(t, g.dir).fails(t, merge, `{"branch": "feature"}`, codeNotGitRepository)
+	if b, _ := os.ReadFile(filepath.Join(g.dir, "f.txt")); string(b) == "feature\n" {
+		t.Fatal("merged through a gitfile")
 	}
 }
 
