@@ -27,6 +27,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if p == nil {
 		return nil, invalidParams("tools/call needs params")
 	}
+	ctx, done, stopping := s.callContext(ctx)
+	defer done()
+	if stopping {
+		return nil, errShuttingDown
+	}
 	tool := names.FromWire(p.Name)
 	principal, err := s.principalOf(req.Extra)
 	if err != nil {

@@ -130,11 +130,31 @@
 // 403. A request body is bounded by Options.MaxMessageBytes.
 //
 // [Server.ServeStdio] serves one newline-delimited connection (a process's stdin and
-// stdout). The SDK's stdio transport ends the connection at the first line it cannot
-// decode; ServeStdio puts a line guard in front of it, so a line that is not JSON
-// (-32700), not a JSON-RPC message or longer than Options.MaxMessageBytes (-32600) is
-// answered with a JSON-RPC error and the connection goes on. [Server.Serve] serves any
-// other mcp.Transport (in-memory, a custom pipe) as it is.
+// stdout). No line ends it (the SDK's own stdio transport ends the connection at the
+// first line it cannot decode): a line that is not JSON is answered -32700, one that
+// is not a JSON-RPC message or is longer than Options.MaxMessageBytes -32600, with
+// the id when one can be read, else null. JSON-RPC batches are served when the
+// connection negotiated a revision that has them (2025-03-26 or earlier), answered
+// with one array; otherwise (2025-06-18 and later, or before initialize) nothing in
+// the batch runs and each request in it is answered -32600 with its id (a batch
+// holding none, once, with a null id). A request reusing the id of a request in
+// flight is answered -32600. [Server.Serve] serves any other mcp.Transport (in-memory,
+// a custom pipe) as it is.
+//
+// On stdio: after notifications/cancelled for a request in flight, the
+// request's context is cancelled and no response to it is sent (what the pipeline
+// records stays: a call held for approval stays PENDING); a request before initialize
+// and a second initialize are answered -32600 (the SDK answers them with code 0).
+//
+// # Shutdown
+//
+// A connection served by Serve or ServeStdio ends promptly when its ctx is done, and
+// [Server.Shutdown] does the same for every connection and HTTP session: the calls in
+// flight are cancelled — a call held for approval stays PENDING and answers
+// unavailable/approval_pending, and the approval an approver gives later applies to
+// the client's retry — and answered before the connection closes (within
+// [ShutdownGrace]); later calls are not run (-32004). Nothing waits out an approval
+// hold.
 //
 // # Imports
 //
