@@ -90,6 +90,12 @@ type Options struct {
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
+	// EventStoreSessionBytes and EventStoreBytes bound the memory HTTPHandler keeps of
+	// SSE events so that a client can resume a broken response stream (Last-Event-ID):
+	// per HTTP session, and in total. 0 means DefaultEventStoreSessionBytes and
+	// DefaultEventStoreBytes; a negative value keeps no events (no event ids, no
+	// resumption).
+	EventStoreSessionBytes, EventStoreBytes int
 }
 
 // SessionOwners records which tenant owns each session id: the first tenant to use
@@ -154,6 +160,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Sessions == nil {
 		opts.Sessions = opts.Pipeline.Store()
+	}
+	if opts.EventStoreSessionBytes == 0 {
+		opts.EventStoreSessionBytes = DefaultEventStoreSessionBytes
+	}
+	if opts.EventStoreBytes == 0 {
+		opts.EventStoreBytes = DefaultEventStoreBytes
 	}
 	if opts.MaxCachedSessions <= 0 {
 		opts.MaxCachedSessions = runtime.DefaultMaxCachedSessions
@@ -261,7 +273,8 @@ const maxStdioLine = 1 << 30
 // shutting down"; the call is not run) — what a prompt exit needs. A cancelled call
 // answers as the pipeline leaves it: a call held for approval stays PENDING and
 // answers unavailable/approval_pending, and the client's retry finds the decision.
-// It closes no connection. Calling it
+// Shutdown also ends the standalone SSE streams (GET) of HTTPHandler, so that an
+// http.Server's Shutdown is not held by them. It closes no connection. Calling it
 // again is a no-op.
 func (s *Server) Shutdown() { s.stop() }
 
@@ -291,19 +304,28 @@ var errShuttingDown = &jsonrpc.Error{Code: -32004, Message: "toolgen: the server
 
 // HTTPHandler returns the Streamable HTTP handler, serving Endpoint ("/mcp") and
 // nothing else (404): mount it at Endpoint, or use it as the root handler. Sessions
-// are stateful (Mcp-Session-Id); the SDK's DNS-rebinding protection stays on.
+// are stateful (Mcp-Session-Id); the SDK's DNS-rebinding protection stays on. Response
+// streams are resumable (event ids, Last-Event-ID) within the event store's bounds
+// (Options.EventStoreSessionBytes, Options.EventStoreBytes). Each call returns a new
+// handler with its own sessions and event store.
 func (s *Server) HTTPHandler() http.Handler {
 	timeout := s.opts.HTTPSessionTimeout
 	if timeout < 0 {
 		timeout = 0 // the SDK's "never"
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	calls := newOpenCalls()
+	opts := &mcp.StreamableHTTPOptions{
 		Logger:              s.log,
 		SessionTimeout:      timeout,
 		MaxRequestBodyBytes: s.opts.MaxMessageBytes,
-	})
+	}
+	resumable := s.opts.EventStoreSessionBytes > 0 && s.opts.EventStoreBytes > 0
+	if resumable {
+		opts.EventStore = newEventStore(s.opts.EventStoreSessionBytes, s.opts.EventStoreBytes, calls)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
 	mux := http.NewServeMux()
-	mux.Handle(Endpoint, h)
+	mux.Handle(Endpoint, &httpGuard{s: s, next: h, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
 	return mux
 }
 
