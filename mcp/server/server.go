@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -114,9 +115,11 @@ type Server struct {
 	// owners caches session id -> owning tenant (sessionOf): an owner never changes,
 	// so an entry is never stale, and an evicted one is read from Options.Sessions again.
 	owners *lru.Cache[string, string]
-	// stopping is cancelled by Shutdown (callContext).
-	stopping context.Context
-	stop     context.CancelFunc
+	// stopping is cancelled by Shutdown (callContext); streamsEnd too, once the HTTP
+	// requests carrying a call (posts) have ended.
+	stopping, streamsEnd context.Context
+	stop, endStreams     context.CancelFunc
+	posts                openPOSTs
 }
 
 // New returns a Server for opts.
@@ -177,6 +180,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: log, owners: lru.New[string, string](opts.MaxCachedSessions),
 		tools: toolCache{m: lru.New[*runtime.ToolSpec, wireEntry](maxWireTools)}}
 	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger: log,
 		// Tools only, and no list_changed: lists are computed per request (see doc.go).
@@ -273,10 +277,58 @@ const maxStdioLine = 1 << 30
 // shutting down"; the call is not run) — what a prompt exit needs. A cancelled call
 // answers as the pipeline leaves it: a call held for approval stays PENDING and
 // answers unavailable/approval_pending, and the client's retry finds the decision.
-// Shutdown also ends the standalone SSE streams (GET) of HTTPHandler, so that an
-// http.Server's Shutdown is not held by them. It closes no connection. Calling it
-// again is a no-op.
-func (s *Server) Shutdown() { s.stop() }
+// Once the HTTP requests carrying a call have ended (within ShutdownGrace), Shutdown
+// ends the standalone SSE streams (GET) of HTTPHandler too, so that an http.Server's
+// Shutdown is not held by them; it returns then. It closes no connection. Calling it
+// again changes nothing more.
+func (s *Server) Shutdown() {
+	s.stop()
+	grace := time.NewTimer(ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-s.posts.idle():
+	case <-grace.C:
+		s.log.Warn("mcp/server: HTTP calls still unanswered at shutdown")
+	}
+	s.endStreams()
+}
+
+// openPOSTs counts the HTTP requests carrying a call that have not ended.
+type openPOSTs struct {
+	mu    sync.Mutex
+	n     int
+	zeros []chan struct{}
+}
+
+func (o *openPOSTs) add() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n++
+}
+
+func (o *openPOSTs) done() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n--; o.n == 0 {
+		for _, ch := range o.zeros {
+			close(ch)
+		}
+		o.zeros = nil
+	}
+}
+
+// idle is closed when no request carrying a call is open.
+func (o *openPOSTs) idle() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch := make(chan struct{})
+	if o.n == 0 {
+		close(ch)
+	} else {
+		o.zeros = append(o.zeros, ch)
+	}
+	return ch
+}
 
 // callContext is the context a tools/call runs under: ctx, cancelled by Shutdown and
 // by the end of the connection's Serve. done releases it.

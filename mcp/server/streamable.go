@@ -51,7 +51,9 @@ const (
 //   - The priming event of a response stream carries a retry field (SSERetry); the SDK
 //     has no option for it and sends one only when a handler closes the stream.
 //   - Shutdown ends the standalone SSE streams (GET), which otherwise hold an
-//     http.Server's graceful shutdown until the client goes away.
+//     http.Server's graceful shutdown until the client goes away: after the calls
+//     in flight were answered, since a client may take the end of its standalone
+//     stream for the end of the session.
 type httpGuard struct {
 	s         *Server
 	next      http.Handler
@@ -67,7 +69,7 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		defer context.AfterFunc(g.s.stopping, cancel)()
+		defer context.AfterFunc(g.s.streamsEnd, cancel)()
 		g.next.ServeHTTP(w, r.WithContext(ctx))
 	default:
 		g.next.ServeHTTP(w, r)
@@ -152,6 +154,10 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadRequest, p.call.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
 			"%q needs a session: send initialize first, then the %s header it answered with on every request", p.call.Method, headerSessionID))
 		return
+	}
+	if p.call != nil {
+		g.s.posts.add()
+		defer g.s.posts.done()
 	}
 	user := userOf(r)
 	if session != "" {
