@@ -57,7 +57,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		Workspace:     s.opts.Workspace,
 	}
 	o, err := s.execute(ctx, req.Session, p.GetProgressToken(), call)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Cancelled (by the client, or a shutdown) while the pipeline read or wrote
+		// the store: what it recorded stands, and a retry resumes from there.
+		s.log.Debug("mcp/server: tools/call cancelled", "tool", logName(tool), "call_id", id.CallID, "error", err)
+		o = runtime.NewOutcome(runtime.ReasonCanceled, id.CallID)
+	case err != nil:
 		// The store is unusable: report the platform's own fault, never its text.
 		s.log.Error("mcp/server: tools/call: the pipeline could not record the call",
 			"tool", logName(tool), "session_id", id.SessionID, "run_id", id.RunID, "step", id.Step, "call_id", id.CallID, "error", err)

@@ -150,8 +150,9 @@
 // with one array; otherwise (2025-06-18 and later, or before initialize) nothing in
 // the batch runs and each request in it is answered -32600 with its id (a batch
 // holding none, once, with a null id). A request reusing the id of a request in
-// flight is answered -32600. [Server.Serve] serves any other mcp.Transport (in-memory,
-// a custom pipe) as it is.
+// flight is answered -32600. When the input ends (the client closes it to end the
+// session), ServeStdio ends as at a shutdown (below). [Server.Serve] serves any other
+// mcp.Transport (in-memory, a custom pipe) as it is.
 //
 // On both transports: after notifications/cancelled for a request in flight, the
 // request's context is cancelled and no response to it is sent (what the pipeline
@@ -165,7 +166,9 @@
 // flight are cancelled — a call held for approval stays PENDING and answers
 // unavailable/approval_pending, and the approval an approver gives later applies to
 // the client's retry — and answered before the connection closes (within
-// [ShutdownGrace]); later calls are not run (-32004); the HTTP standalone streams end.
+// [ShutdownGrace]); later calls are not run (-32004); the HTTP standalone streams end
+// once the calls are answered. A call cancelled while the pipeline was reading or
+// writing the store answers failed/canceled (retryable): what was recorded stands.
 // Nothing waits out an approval hold.
 //
 // # Imports

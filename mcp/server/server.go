@@ -263,9 +263,15 @@ func (s *Server) serve(ctx context.Context, t mcp.Transport, drained func() <-ch
 // on a process's stdin and stdout), as Serve does. No line ends the connection: see
 // doc.go, "Transports", for what is answered how. Closing the connection closes in and
 // out when they are io.Closers.
+//
+// When in ends (the client closes it to end the session), ServeStdio ends as it does
+// when ctx is done: the calls in flight are cancelled, every request read is answered,
+// and it returns nil.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	limit := int(min(s.opts.MaxMessageBytes, maxStdioLine))
-	conn := newStdioConn(in, out, limit, s.log)
+	ctx, inputEnded := context.WithCancel(ctx)
+	defer inputEnded()
+	conn := newStdioConn(in, out, limit, s.log, inputEnded)
 	return s.serve(ctx, stdioTransport{conn}, conn.drained)
 }
 

@@ -52,6 +52,9 @@ type stdioConn struct {
 	in    io.Reader // closed by Close when it is an io.Closer
 	out   *lockedWriter
 	lines chan stdioLine
+	// inputEnded is called when the input ends: it ends the connection's Serve (which
+	// cancels its calls, waits for the answers and closes).
+	inputEnded func()
 
 	// Read is called by one goroutine at a time: queue and readErr are its own.
 	queue   []jsonrpc.Message // the accepted rest of a batch, read before the next line
@@ -91,9 +94,9 @@ type stdioLine struct {
 // protocol20250618 is the first revision without JSON-RPC batches.
 const protocol20250618 = "2025-06-18"
 
-func newStdioConn(in io.Reader, out io.Writer, limit int, log *slog.Logger) *stdioConn {
+func newStdioConn(in io.Reader, out io.Writer, limit int, log *slog.Logger, inputEnded func()) *stdioConn {
 	c := &stdioConn{
-		log: log, limit: limit, in: in, out: &lockedWriter{w: out},
+		log: log, limit: limit, in: in, out: &lockedWriter{w: out}, inputEnded: inputEnded,
 		lines:    make(chan stdioLine),
 		inflight: map[jsonrpc.ID]*stdioCall{},
 		closed:   make(chan struct{}),
@@ -152,7 +155,17 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return m, nil
 		}
 		if c.readErr != nil {
-			return nil, c.readErr
+			// The input ended (the client closed it to end the session): the calls in
+			// flight are cancelled and everything read is answered before the
+			// connection closes (serve), rather than dropped by the SDK's teardown at
+			// a read error. Read returns once the connection is closed.
+			c.inputEnded()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-c.closed:
+				return nil, c.readErr
+			}
 		}
 		var l stdioLine
 		select {
