@@ -37,6 +37,7 @@ type httpParts struct {
 }
 
 func (p *httpParts) close() {
+	p.mcp.Shutdown()
 	p.events.Close()
 	p.gateway.Close()
 }
@@ -134,8 +135,11 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string) error {
 	return h.Serve(ctx, ln)
 }
 
-// Serve serves Handler on ln until ctx is done (then shuts down gracefully, within 5
-// s), running the host's maintenance meanwhile.
+// Serve serves Handler on ln until ctx is done, running the host's maintenance
+// meanwhile. Then it shuts down promptly and returns when every request has ended
+// (within 5 s): MCP calls in flight are cancelled and answered (a call held for
+// approval stays PENDING and answers approval_pending; the client's retry finds the
+// decision), event and standalone MCP streams end, later calls are not run.
 func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	handler, err := h.Handler()
 	if err != nil {
@@ -153,14 +157,19 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: limit(h.cfg.HTTP.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		IdleTimeout:       limit(h.cfg.HTTP.IdleTimeout, DefaultIdleTimeout),
 		ConnState:         newConnLimit(limit(h.cfg.HTTP.MaxConnections, DefaultMaxConnections), h.log.With("component", "http"))}
-	// An event stream never ends by itself; its client resumes elsewhere.
+	// An event stream never ends by itself; its client resumes elsewhere. Nor does a
+	// call held for approval, nor a standalone MCP stream: the MCP server cancels
+	// and ends them.
 	hs.RegisterOnShutdown(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.http.mcp.Shutdown()
 		h.http.events.Close()
 	})
 	done := make(chan struct{})
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		select {
 		case <-ctx.Done():
 		case <-done:
@@ -168,10 +177,15 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		hs.Shutdown(shutdown)
+		if hs.Shutdown(shutdown) != nil {
+			hs.Close()
+		}
 	}()
 	err = hs.Serve(ln)
 	close(done)
+	// Serve returns as soon as shutdown begins: wait for the requests to end, so that
+	// none is still running when the host closes its store.
+	<-shut
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

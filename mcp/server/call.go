@@ -27,6 +27,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if p == nil {
 		return nil, invalidParams("tools/call needs params")
 	}
+	ctx, done, stopping := s.callContext(ctx)
+	defer done()
+	if stopping {
+		return nil, errShuttingDown
+	}
 	tool := names.FromWire(p.Name)
 	principal, err := s.principalOf(req.Extra)
 	if err != nil {
@@ -54,7 +59,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		call.Workspace = s.opts.WorkspaceFor(principal.Tenant, id.RunID)
 	}
 	o, err := s.execute(ctx, req.Session, p.GetProgressToken(), call)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Cancelled (by the client, or a shutdown) while the pipeline read or wrote
+		// the store: what it recorded stands, and a retry resumes from there.
+		s.log.Debug("mcp/server: tools/call cancelled", "tool", logName(tool), "call_id", id.CallID, "error", err)
+		o = runtime.NewOutcome(runtime.ReasonCanceled, id.CallID)
+	case err != nil:
 		// The store is unusable: report the platform's own fault, never its text.
 		s.log.Error("mcp/server: tools/call: the pipeline could not record the call",
 			"tool", logName(tool), "session_id", id.SessionID, "run_id", id.RunID, "step", id.Step, "call_id", id.CallID, "error", err)

@@ -127,14 +127,49 @@
 // stateful (one MCP session per Mcp-Session-Id, idle sessions closed after
 // Options.HTTPSessionTimeout), with the SDK's DNS-rebinding protection on: a request
 // that reached a loopback address with a Host header that is not loopback is refused
-// 403. A request body is bounded by Options.MaxMessageBytes.
+// 403. A request body is bounded by Options.MaxMessageBytes. In front of the SDK's
+// handler a guard answers in JSON-RPC what the SDK answers in plain text or with code
+// 0: an unknown method -32601 (HTTP 200, as on stdio), another refused request -32600
+// (HTTP 400), a request other than initialize without a session -32600 (HTTP 400).
+// Response streams are resumable: every SSE event has an id, a response stream opens
+// with a priming event that carries a retry field ([SSERetry]), and a client whose
+// stream broke resumes it with Last-Event-ID. The events are kept in memory, bounded
+// per session (Options.EventStoreSessionBytes, default 4 MiB) and in total
+// (Options.EventStoreBytes, default 64 MiB), each event charged its size plus 64
+// bytes; past a bound the oldest streams go first, and a resumption that would need
+// an evicted event fails (HTTP 400) rather than skip it; a session's events go with
+// the session. JSON-RPC batches are answered 400 from 2025-06-18 on (the SDK's
+// answer).
 //
 // [Server.ServeStdio] serves one newline-delimited connection (a process's stdin and
-// stdout). The SDK's stdio transport ends the connection at the first line it cannot
-// decode; ServeStdio puts a line guard in front of it, so a line that is not JSON
-// (-32700), not a JSON-RPC message or longer than Options.MaxMessageBytes (-32600) is
-// answered with a JSON-RPC error and the connection goes on. [Server.Serve] serves any
-// other mcp.Transport (in-memory, a custom pipe) as it is.
+// stdout). No line ends it (the SDK's own stdio transport ends the connection at the
+// first line it cannot decode): a line that is not JSON is answered -32700, one that
+// is not a JSON-RPC message or is longer than Options.MaxMessageBytes -32600, with
+// the id when one can be read, else null. JSON-RPC batches are served when the
+// connection negotiated a revision that has them (2025-03-26 or earlier), answered
+// with one array; otherwise (2025-06-18 and later, or before initialize) nothing in
+// the batch runs and each request in it is answered -32600 with its id (a batch
+// holding none, once, with a null id). A request reusing the id of a request in
+// flight is answered -32600. When the input ends (the client closes it to end the
+// session), ServeStdio ends as at a shutdown (below). [Server.Serve] serves any other
+// mcp.Transport (in-memory, a custom pipe) as it is.
+//
+// On both transports: after notifications/cancelled for a request in flight, the
+// request's context is cancelled and no response to it is sent (what the pipeline
+// records stays: a call held for approval stays PENDING); a request before initialize
+// and a second initialize are answered -32600 (the SDK answers them with code 0).
+//
+// # Shutdown
+//
+// A connection served by Serve or ServeStdio ends promptly when its ctx is done, and
+// [Server.Shutdown] does the same for every connection and HTTP session: the calls in
+// flight are cancelled — a call held for approval stays PENDING and answers
+// unavailable/approval_pending, and the approval an approver gives later applies to
+// the client's retry — and answered before the connection closes (within
+// [ShutdownGrace]); later calls are not run (-32004); the HTTP standalone streams end
+// once the calls are answered. A call cancelled while the pipeline was reading or
+// writing the store answers failed/canceled (retryable): what was recorded stands.
+// Nothing waits out an approval hold.
 //
 // # Imports
 //

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -91,6 +92,12 @@ type Options struct {
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
+	// EventStoreSessionBytes and EventStoreBytes bound the memory HTTPHandler keeps of
+	// SSE events so that a client can resume a broken response stream (Last-Event-ID):
+	// per HTTP session, and in total. 0 means DefaultEventStoreSessionBytes and
+	// DefaultEventStoreBytes; a negative value keeps no events (no event ids, no
+	// resumption).
+	EventStoreSessionBytes, EventStoreBytes int
 }
 
 // SessionOwners records which tenant owns each session id: the first tenant to use
@@ -109,6 +116,11 @@ type Server struct {
 	// owners caches session id -> owning tenant (sessionOf): an owner never changes,
 	// so an entry is never stale, and an evicted one is read from Options.Sessions again.
 	owners *lru.Cache[string, string]
+	// stopping is cancelled by Shutdown (callContext); streamsEnd too, once the HTTP
+	// requests carrying a call (posts) have ended.
+	stopping, streamsEnd context.Context
+	stop, endStreams     context.CancelFunc
+	posts                openPOSTs
 }
 
 // New returns a Server for opts.
@@ -153,6 +165,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Sessions == nil {
 		opts.Sessions = opts.Pipeline.Store()
 	}
+	if opts.EventStoreSessionBytes == 0 {
+		opts.EventStoreSessionBytes = DefaultEventStoreSessionBytes
+	}
+	if opts.EventStoreBytes == 0 {
+		opts.EventStoreBytes = DefaultEventStoreBytes
+	}
 	if opts.MaxCachedSessions <= 0 {
 		opts.MaxCachedSessions = runtime.DefaultMaxCachedSessions
 	}
@@ -162,6 +180,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log, owners: lru.New[string, string](opts.MaxCachedSessions),
 		tools: toolCache{m: lru.New[*runtime.ToolSpec, wireEntry](maxWireTools)}}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger: log,
 		// Tools only, and no list_changed: lists are computed per request (see doc.go).
@@ -172,20 +192,40 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// connSessionKey carries the default session id of a connection served by Serve.
-type connSessionKey struct{}
+// connSessionKey carries the default session id of a connection served by Serve;
+// connStopKey carries the context that ends it (callContext).
+type (
+	connSessionKey struct{}
+	connStopKey    struct{}
+)
+
+// ShutdownGrace bounds how long Serve and ServeStdio, once their ctx is done, wait for
+// the calls they cancelled to be answered before they close the connection.
+const ShutdownGrace = 5 * time.Second
 
 // Serve serves one MCP connection over t (stdio, an IOTransport, an in-memory
 // transport) until the client closes it or ctx is done. The connection's default
 // session id is Options.SessionID, or a random id. It returns nil when the client
 // closed the connection or ctx ended it.
+//
+// When ctx is done, every tools/call in flight on the connection is cancelled (a call
+// held for approval stays PENDING: the client's retry finds the decision) and the
+// connection is closed; Serve returns promptly, never waiting out an approval hold.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	return s.serve(ctx, t, nil)
+}
+
+// serve is Serve; drained, when set, tells when every request read was answered, so
+// that the answers to the cancelled calls are written before the connection closes
+// (the SDK writes nothing once it is closing).
+func (s *Server) serve(ctx context.Context, t mcp.Transport, drained func() <-chan struct{}) error {
 	id := s.opts.SessionID
 	if id == "" {
 		id = "conn-" + rand.Text()
 	}
-	ctx = context.WithValue(ctx, connSessionKey{}, id)
-	ss, err := s.mcp.Connect(ctx, t, nil)
+	connCtx := context.WithValue(ctx, connSessionKey{}, id)
+	connCtx = context.WithValue(connCtx, connStopKey{}, ctx)
+	ss, err := s.mcp.Connect(connCtx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp/server: connect: %w", err)
 	}
@@ -194,6 +234,20 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	go func() { ended <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
+		// ctx cancelled the connection's calls (callContext): let them answer, then
+		// close. The SDK's Close alone would wait for every handler, an approval hold
+		// included.
+		if drained != nil {
+			grace := time.NewTimer(ShutdownGrace)
+			select {
+			case <-drained():
+			case <-grace.C:
+				s.log.Warn("mcp/server: calls still unanswered at shutdown", "session_id", id)
+			case err = <-ended:
+				ended <- err
+			}
+			grace.Stop()
+		}
 		ss.Close()
 		<-ended
 		err = nil
@@ -207,49 +261,130 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 }
 
 // ServeStdio serves one MCP connection over in and out (newline-delimited JSON-RPC, as
-// on a process's stdin and stdout). A line that is not a JSON-RPC message, or is longer
-// than MaxMessageBytes, is answered with a JSON-RPC error and the connection goes on
-// (the SDK's transport alone would end it). Closing the connection closes out if it is
-// an io.Closer. See Serve.
+// on a process's stdin and stdout), as Serve does. No line ends the connection: see
+// doc.go, "Transports", for what is answered how. Closing the connection closes in and
+// out when they are io.Closers.
+//
+// When in ends (the client closes it to end the session), ServeStdio ends as it does
+// when ctx is done: the calls in flight are cancelled, every request read is answered,
+// and it returns nil.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := &lockedWriter{w: out}
 	limit := int(min(s.opts.MaxMessageBytes, maxStdioLine))
-	guard := newStdioGuard(in, w, limit)
-	rc := readCloser{Reader: guard, c: in}
-	return s.Serve(ctx, &mcp.IOTransport{Reader: rc, Writer: w, MaxLineLength: limit + 2})
+	ctx, inputEnded := context.WithCancel(ctx)
+	defer inputEnded()
+	conn := newStdioConn(in, out, limit, s.log, inputEnded)
+	return s.serve(ctx, stdioTransport{conn}, conn.drained)
 }
 
 // maxStdioLine caps the stdio line limit (and keeps limit+2 from overflowing).
 const maxStdioLine = 1 << 30
 
-// readCloser reads from the guard and closes the original input, when it can be closed.
-type readCloser struct {
-	io.Reader
-	c io.Reader
+// Shutdown cancels every tools/call in flight on every connection and HTTP session of
+// s, and answers every later one at once with a JSON-RPC error (-32004, "the server is
+// shutting down"; the call is not run) — what a prompt exit needs. A cancelled call
+// answers as the pipeline leaves it: a call held for approval stays PENDING and
+// answers unavailable/approval_pending, and the client's retry finds the decision.
+// Once the HTTP requests carrying a call have ended (within ShutdownGrace), Shutdown
+// ends the standalone SSE streams (GET) of HTTPHandler too, so that an http.Server's
+// Shutdown is not held by them; it returns then. It closes no connection. Calling it
+// again changes nothing more.
+func (s *Server) Shutdown() {
+	s.stop()
+	grace := time.NewTimer(ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-s.posts.idle():
+	case <-grace.C:
+		s.log.Warn("mcp/server: HTTP calls still unanswered at shutdown")
+	}
+	s.endStreams()
 }
 
-func (r readCloser) Close() error {
-	if c, ok := r.c.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
+// openPOSTs counts the HTTP requests carrying a call that have not ended.
+type openPOSTs struct {
+	mu    sync.Mutex
+	n     int
+	zeros []chan struct{}
 }
+
+func (o *openPOSTs) add() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n++
+}
+
+func (o *openPOSTs) done() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n--; o.n == 0 {
+		for _, ch := range o.zeros {
+			close(ch)
+		}
+		o.zeros = nil
+	}
+}
+
+// idle is closed when no request carrying a call is open.
+func (o *openPOSTs) idle() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch := make(chan struct{})
+	if o.n == 0 {
+		close(ch)
+	} else {
+		o.zeros = append(o.zeros, ch)
+	}
+	return ch
+}
+
+// callContext is the context a tools/call runs under: ctx, cancelled by Shutdown and
+// by the end of the connection's Serve. done releases it.
+func (s *Server) callContext(ctx context.Context) (_ context.Context, done func(), stopping bool) {
+	conn, _ := ctx.Value(connStopKey{}).(context.Context)
+	if s.stopping.Err() != nil || (conn != nil && conn.Err() != nil) {
+		return ctx, func() {}, true
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	unregister := []func() bool{context.AfterFunc(s.stopping, cancel)}
+	if conn != nil {
+		unregister = append(unregister, context.AfterFunc(conn, cancel))
+	}
+	return ctx, func() {
+		for _, f := range unregister {
+			f()
+		}
+		cancel()
+	}, false
+}
+
+// errShuttingDown answers a tools/call that arrives after Shutdown: it is not run. The
+// code is the one the SDK's jsonrpc2 layer answers a call with while it closes.
+var errShuttingDown = &jsonrpc.Error{Code: -32004, Message: "toolgen: the server is shutting down; the call was not run: retry it"}
 
 // HTTPHandler returns the Streamable HTTP handler, serving Endpoint ("/mcp") and
 // nothing else (404): mount it at Endpoint, or use it as the root handler. Sessions
-// are stateful (Mcp-Session-Id); the SDK's DNS-rebinding protection stays on.
+// are stateful (Mcp-Session-Id); the SDK's DNS-rebinding protection stays on. Response
+// streams are resumable (event ids, Last-Event-ID) within the event store's bounds
+// (Options.EventStoreSessionBytes, Options.EventStoreBytes). Each call returns a new
+// handler with its own sessions and event store.
 func (s *Server) HTTPHandler() http.Handler {
 	timeout := s.opts.HTTPSessionTimeout
 	if timeout < 0 {
 		timeout = 0 // the SDK's "never"
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	calls := newOpenCalls()
+	opts := &mcp.StreamableHTTPOptions{
 		Logger:              s.log,
 		SessionTimeout:      timeout,
 		MaxRequestBodyBytes: s.opts.MaxMessageBytes,
-	})
+	}
+	resumable := s.opts.EventStoreSessionBytes > 0 && s.opts.EventStoreBytes > 0
+	if resumable {
+		opts.EventStore = newEventStore(s.opts.EventStoreSessionBytes, s.opts.EventStoreBytes, calls)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
 	mux := http.NewServeMux()
-	mux.Handle(Endpoint, h)
+	mux.Handle(Endpoint, &httpGuard{s: s, next: h, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
 	return mux
 }
 
@@ -259,6 +394,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		switch method {
 		case "tools/list", "tools/call":
+		case "initialize":
+			return initialize(ctx, next, req)
 		default:
 			return next(ctx, method, req)
 		}
@@ -278,6 +415,19 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// initialize passes initialize to the SDK, giving its refusal of a second initialize a
+// JSON-RPC code: the SDK answers it with a plain error, code 0, which is no JSON-RPC
+// code (go-sdk v1.8.0, ServerSession.initialize; upstream: -32600). Its other refusals
+// carry their codes.
+func initialize(ctx context.Context, next mcp.MethodHandler, req mcp.Request) (mcp.Result, error) {
+	res, err := next(ctx, "initialize", req)
+	if err != nil && wireCode(err) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "toolgen: initialize was already received on this connection: a session is initialized once (" + err.Error() + ")"}
+	}
+	return res, err
 }
 
 // CachedSessions is the number of session owners held in memory now (at most

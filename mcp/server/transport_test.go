@@ -99,8 +99,12 @@ func newRawConn(t *testing.T, w io.WriteCloser, r io.Reader) *rawConn {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var m map[string]any
+			var batch []any
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				m = map[string]any{"non-json": sc.Text()}
+				if json.Unmarshal(sc.Bytes(), &batch) == nil {
+					m = map[string]any{"batch": batch} // a batch response, one array
+				}
 			}
 			c.in <- m
 		}

@@ -1,0 +1,440 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// SSERetry is the reconnection delay HTTPHandler announces in the priming event of
+// every response stream (the SSE retry field, SEP-1699): a client whose stream breaks
+// waits this long before it resumes it with Last-Event-ID.
+const SSERetry = time.Second
+
+// The Streamable HTTP headers the guard reads.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// httpGuard stands in front of the SDK's StreamableHTTPHandler (go-sdk v1.8.0) and
+// mends what a client of it would otherwise meet (each is worth reporting upstream):
+//
+//   - A request the SDK refuses before it reaches the session is answered with HTTP
+//     400 and a plain-text body. It is answered with a JSON-RPC error instead: for a
+//     POST of one request, an unknown method with -32601 and HTTP 200, as stdio
+//     answers it, any other refusal with -32600 and HTTP 400 (the transport allows a
+//     JSON-RPC error body there), with the request's id; for another body (a batch,
+//     invalid JSON) -32600 or -32700, HTTP 400, with no id.
+//   - A request other than initialize (and ping, server/discover) without an
+//     Mcp-Session-Id is answered by the SDK in a throwaway session: HTTP 200 and error
+//     code 0. The transport says a server that requires a session answers such a
+//     request with 400: here 400 with a JSON-RPC -32600 error naming the missing
+//     session.
+//   - After notifications/cancelled for a request whose POST is still open, the
+//     response to it is not sent on that POST's stream, nor kept for a resumption
+//     (MCP: the receiver SHOULD NOT respond; the SDK does). The stream then stays
+//     open until the client leaves it or the session ends: a client resumes a
+//     resumable stream that ends without its response.
+//   - The priming event of a response stream carries a retry field (SSERetry); the SDK
+//     has no option for it and sends one only when a handler closes the stream.
+//   - Shutdown ends the standalone SSE streams (GET), which otherwise hold an
+//     http.Server's graceful shutdown until the client goes away: after the calls
+//     in flight were answered, since a client may take the end of its standalone
+//     stream for the end of the session.
+type httpGuard struct {
+	s         *Server
+	next      http.Handler
+	limit     int64
+	calls     *openCalls
+	resumable bool // the SDK has an event store: response streams carry event ids
+}
+
+func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		g.servePOST(w, r)
+	case http.MethodGet:
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(g.s.streamsEnd, cancel)()
+		g.next.ServeHTTP(w, r.WithContext(ctx))
+	default:
+		g.next.ServeHTTP(w, r)
+	}
+}
+
+// postBody is what the guard reads of a POST.
+type postBody struct {
+	call    *jsonrpc.Request // the request, when the body is one request with an id
+	cancels []jsonrpc.ID     // the requests its notifications/cancelled name
+}
+
+func parsePOST(body []byte) postBody {
+	var p postBody
+	var raws []json.RawMessage
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &raws) != nil {
+			return p
+		}
+	} else {
+		raws = []json.RawMessage{body}
+	}
+	for _, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			continue
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case req.IsCall():
+			if len(raws) == 1 {
+				p.call = req
+			}
+		case req.Method == "notifications/cancelled":
+			var c struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &c) == nil {
+				if id, err := jsonrpc.MakeID(c.RequestID); err == nil && id.IsValid() {
+					p.cancels = append(p.cancels, id)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// sessionless are the requests a client sends before it has a session.
+func sessionless(method string) bool {
+	return method == "initialize" || method == "ping" || method == "server/discover"
+}
+
+// newProtocol reports whether a request speaks the stateless revision (2026-07-28 and
+// later), which has no session: the SDK answers those itself.
+func newProtocol(r *http.Request, req *jsonrpc.Request) bool {
+	if v := r.Header.Get(headerProtocolVersion); v >= "2026-07-28" {
+		return true
+	}
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	_, ok := p.Meta["io.modelcontextprotocol/protocolVersion"]
+	return ok
+}
+
+func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
+	// Read the body the SDK will read (it bounds it too): an oversized one is left for
+	// the SDK to refuse (413).
+	body, err := io.ReadAll(io.LimitReader(r.Body, g.limit+1))
+	if err != nil || int64(len(body)) > g.limit {
+		r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), c: r.Body}
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p := parsePOST(body)
+	session := r.Header.Get(headerSessionID)
+	if session == "" && p.call != nil && !sessionless(p.call.Method) && !newProtocol(r, p.call) {
+		writeHTTPError(w, http.StatusBadRequest, p.call.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+			"%q needs a session: send initialize first, then the %s header it answered with on every request", p.call.Method, headerSessionID))
+		return
+	}
+	if p.call != nil {
+		g.s.posts.add()
+		defer g.s.posts.done()
+	}
+	user := userOf(r)
+	if session != "" {
+		for _, id := range p.cancels {
+			g.calls.cancel(session, user, id)
+		}
+	}
+	gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
+	if p.call != nil && session != "" {
+		gw.open = g.calls.add(session, user, p.call.ID)
+		defer g.calls.remove(gw.open)
+	}
+	g.next.ServeHTTP(gw, r)
+	gw.finish()
+	if gw.withheld && g.resumable {
+		// The stream carried an event id, so a client that sees it end without the
+		// response resumes it, again and again (the TypeScript SDK's client, every
+		// SSERetry): the stream stays open, as the TypeScript SDK's server leaves it,
+		// until the client leaves, the session ends, or Shutdown.
+		g.calls.awaitEnd(r.Context(), session, g.s.stopping)
+	}
+}
+
+func userOf(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// writeHTTPError answers a POST with a JSON-RPC error, encoded by the SDK.
+func writeHTTPError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: "toolgen: " + msg}})
+	if err != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("X-Content-Type-Options")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// guardWriter is the ResponseWriter the SDK answers one POST through (see httpGuard).
+type guardWriter struct {
+	http.ResponseWriter
+	log  *slog.Logger
+	call *jsonrpc.Request // the POST's one request, if any
+	open *openCall        // its registration, when it has a session
+	json bool             // the body is JSON
+
+	first    bool          // nothing written yet
+	refused  *bytes.Buffer // the SDK's plain-text refusal, held back
+	withheld bool          // the response was withheld
+}
+
+func (gw *guardWriter) WriteHeader(status int) {
+	if gw.first && status == http.StatusBadRequest && strings.HasPrefix(gw.Header().Get("Content-Type"), "text/plain") {
+		gw.refused = &bytes.Buffer{}
+		return
+	}
+	gw.ResponseWriter.WriteHeader(status)
+}
+
+func (gw *guardWriter) Write(b []byte) (int, error) {
+	if gw.refused != nil {
+		if gw.refused.Len() < 4096 {
+			gw.refused.Write(b)
+		}
+		return len(b), nil
+	}
+	if gw.first {
+		gw.first = false
+		// The SDK's priming event (SEP-1699) is the stream's first write: announce the
+		// reconnection delay in it.
+		if rest, ok := bytes.CutPrefix(b, []byte("event: prime\n")); ok {
+			id, data, ok := bytes.Cut(rest, []byte("\n"))
+			if ok && bytes.HasPrefix(id, []byte("id: ")) {
+				n := len(b)
+				primed := fmt.Appendf(nil, "event: prime\n%s\nretry: %d\n%s", id, SSERetry.Milliseconds(), data)
+				_, err := gw.ResponseWriter.Write(primed)
+				return n, err
+			}
+		}
+	}
+	if gw.open != nil && gw.open.cancelled.Load() && responds(eventData(b), gw.call.ID) {
+		gw.withheld = true
+		gw.log.Debug("mcp/server: the client cancelled the request: its response is not sent", "id", gw.call.ID.Raw(), "method", gw.call.Method)
+		return len(b), nil
+	}
+	return gw.ResponseWriter.Write(b)
+}
+
+// finish answers a refusal the SDK wrote in plain text with a JSON-RPC error.
+func (gw *guardWriter) finish() {
+	if gw.refused == nil {
+		return
+	}
+	msg := strings.TrimSpace(gw.refused.String())
+	gw.Header().Del("Content-Length")
+	if gw.call == nil {
+		// Not one request: the error has no id, as the transport says.
+		code := int64(jsonrpc.CodeInvalidRequest)
+		if !gw.json {
+			code = jsonrpc.CodeParseError
+		}
+		writeHTTPError(gw.ResponseWriter, http.StatusBadRequest, jsonrpc.ID{}, code, msg)
+		return
+	}
+	// The SDK's refusal of an unknown method ends "%q unsupported" (checkRequest).
+	if strings.HasSuffix(msg, strconv.Quote(gw.call.Method)+" unsupported") {
+		writeHTTPError(gw.ResponseWriter, http.StatusOK, gw.call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", gw.call.Method))
+		return
+	}
+	writeHTTPError(gw.ResponseWriter, http.StatusBadRequest, gw.call.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
+}
+
+func (gw *guardWriter) Flush() {
+	_ = http.NewResponseController(gw.ResponseWriter).Flush()
+}
+
+func (gw *guardWriter) Unwrap() http.ResponseWriter { return gw.ResponseWriter }
+
+// eventData is the data of one SSE event as the SDK writes it (one Write per event,
+// one data line).
+func eventData(b []byte) []byte {
+	_, data, ok := bytes.Cut(b, []byte("data: "))
+	if !ok {
+		return nil
+	}
+	data, _, _ = bytes.Cut(data, []byte("\n"))
+	return data
+}
+
+// responds reports whether data is the JSON-RPC response to id.
+func responds(data []byte, id jsonrpc.ID) bool {
+	if len(data) == 0 {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	return ok && resp.ID == id
+}
+
+// openCalls are the requests whose POST is open, by session and id, so that a
+// notifications/cancelled (another POST) can reach them. Only a cancellation from the
+// same session and the same authenticated user counts.
+type openCalls struct {
+	mu sync.Mutex
+	m  map[openKey]*openCall
+	// cancelled counts the open calls marked cancelled per session: the event store
+	// looks at a stored message only in a session that has one.
+	cancelled map[string]int
+	// ends are closed when their session ends, for the streams held open (awaitEnd).
+	ends map[string]*sessionEnd
+}
+
+type sessionEnd struct {
+	ch      chan struct{}
+	waiters int
+}
+
+type openKey struct {
+	session string
+	id      jsonrpc.ID
+}
+
+type openCall struct {
+	key       openKey
+	user      string
+	cancelled atomic.Bool
+}
+
+func newOpenCalls() *openCalls {
+	return &openCalls{m: map[openKey]*openCall{}, cancelled: map[string]int{}, ends: map[string]*sessionEnd{}}
+}
+
+// add registers an open call; nil when the id is already open in the session (the
+// SDK refuses that POST).
+func (o *openCalls) add(session, user string, id jsonrpc.ID) *openCall {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := openKey{session, id}
+	if _, dup := o.m[k]; dup {
+		return nil
+	}
+	c := &openCall{key: k, user: user}
+	o.m[k] = c
+	return c
+}
+
+func (o *openCalls) remove(c *openCall) {
+	if c == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m[c.key] == c {
+		delete(o.m, c.key)
+		if c.cancelled.Load() {
+			if o.cancelled[c.key.session]--; o.cancelled[c.key.session] <= 0 {
+				delete(o.cancelled, c.key.session)
+			}
+		}
+	}
+}
+
+func (o *openCalls) cancel(session, user string, id jsonrpc.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c, ok := o.m[openKey{session, id}]; ok && c.user == user && !c.cancelled.Swap(true) {
+		o.cancelled[session]++
+	}
+}
+
+// withhold reports whether data, a message of session about to be stored for
+// resumption, is the response to a cancelled request.
+func (o *openCalls) withhold(session string, data []byte) bool {
+	o.mu.Lock()
+	n := o.cancelled[session]
+	o.mu.Unlock()
+	if n == 0 || len(data) == 0 {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c, ok := o.m[openKey{session, resp.ID}]
+	return ok && c.cancelled.Load()
+}
+
+// readCloser reads r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r readCloser) Close() error { return r.c.Close() }
+
+// awaitEnd waits until ctx or stop is done, or session ends (sessionClosed).
+func (o *openCalls) awaitEnd(ctx context.Context, session string, stop context.Context) {
+	o.mu.Lock()
+	e := o.ends[session]
+	if e == nil {
+		e = &sessionEnd{ch: make(chan struct{})}
+		o.ends[session] = e
+	}
+	e.waiters++
+	o.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-stop.Done():
+	case <-e.ch:
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e.waiters--; e.waiters == 0 && o.ends[session] == e {
+		delete(o.ends, session)
+	}
+}
+
+// sessionClosed ends the waits of awaitEnd for session.
+func (o *openCalls) sessionClosed(session string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e := o.ends[session]; e != nil {
+		close(e.ch)
+		delete(o.ends, session)
+	}
+}
