@@ -32,14 +32,16 @@ import (
 
 const i15Wait = 60 * time.Second
 
-// i15Root is a spec root with no spec files: the builtins only. A write under .git/
-// is held for approval (workspace.write_text's approval_when).
+// i15Root is a spec root with no spec files: the builtins only. Its toolrun commands
+// work in a workspace of their own (TOOLRUN_WORKSPACE, outside the spec root, SEC-1),
+// where a write under .git/ is held for approval (workspace.write_text's approval_when).
 func i15Root(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+	dir, ws := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("TOOLRUN_WORKSPACE", ws)
 	return dir
 }
 
@@ -158,7 +160,7 @@ func TestIssue15_StdioSIGTERMWithHeldCall(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("toolrun serve --stdio after SIGTERM: status %d, want 0\n%s", code, stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git", "NOTE")); err == nil {
+	if _, err := os.Stat(filepath.Join(os.Getenv("TOOLRUN_WORKSPACE"), ".git", "NOTE")); err == nil {
 		t.Fatal("the held call ran")
 	}
 
@@ -174,7 +176,7 @@ func TestIssue15_StdioSIGTERMWithHeldCall(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("the retry after approval: %v %+v", err, res)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, ".git", "NOTE")); err != nil || string(data) != "approved" {
+	if data, err := os.ReadFile(filepath.Join(os.Getenv("TOOLRUN_WORKSPACE"), ".git", "NOTE")); err != nil || string(data) != "approved" {
 		t.Fatalf(".git/NOTE: %q %v", data, err)
 	}
 }
@@ -330,7 +332,7 @@ func TestIssue15_HTTPSIGTERMWithHeldCall(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("the retry after approval: %v %+v", err, res)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, ".git", "NOTE")); err != nil || string(data) != "approved" {
+	if data, err := os.ReadFile(filepath.Join(os.Getenv("TOOLRUN_WORKSPACE"), ".git", "NOTE")); err != nil || string(data) != "approved" {
 		t.Fatalf(".git/NOTE: %q %v", data, err)
 	}
 }

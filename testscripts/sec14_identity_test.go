@@ -549,12 +549,19 @@ issuers:
   - {name: login, issuer: "https://login.example.com", audience: toolgen, key_file: keys/login.pem, tenants: [acme, beta]}
 `,
 		"keys/login.pem": is.pubPEM(t),
-		// JSON escapes C0 controls in a structured result; DEL, C1 controls and the
-		// bidirectional override it leaves as they are.
-		"evil.txt": "report\r\x1b[2K\x1b[1AOK: all checks passed\x7f\u009b2J\u202egnp.exe\n",
 	})
+	// acme's workspace, outside the spec root (SEC-1). JSON escapes C0 controls in a
+	// structured result; DEL, C1 controls and the bidirectional override it leaves as
+	// they are.
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "acme"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "acme", "evil.txt"), []byte("report\r\x1b[2K\x1b[1AOK: all checks passed\x7f\u009b2J\u202egnp.exe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	db := filepath.Join(dir, "store.db")
-	base := []string{"--dir", dir, "--db", db}
+	base := []string{"--dir", dir, "--db", db, "--workspace", filepath.Join(ws, "{tenant}")}
 	p := sec14idServe(t, append(base, "--principal", "op")...)
 
 	// The edge: hostile _meta ids are invalid params; nothing is recorded.
