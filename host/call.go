@@ -73,7 +73,8 @@ func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error)
 	if len(r.Args) == 0 {
 		r.Args = json.RawMessage("{}")
 	}
-	if r.CallID == "" {
+	derived := r.CallID == ""
+	if derived {
 		r.CallID = mcpserver.DerivedCallID(h.callIDSecret, r.Tool, r.Args)
 	}
 	for _, id := range []struct{ name, value string }{{"session", r.SessionID}, {"run", r.RunID}, {"call", r.CallID}} {
@@ -86,6 +87,6 @@ func (h *Host) Call(ctx context.Context, r CallRequest) (runtime.Outcome, error)
 	}
 	return h.pipe.Execute(ctx, runtime.Call{
 		Tenant: p.Tenant, Principal: p, SessionID: r.SessionID, Unpinned: unpinned, RunID: r.RunID, Step: r.Step,
-		CallID: r.CallID, Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspaces.For(p.Tenant, r.RunID),
+		CallID: r.CallID, Derived: derived, Tool: r.Tool, Args: r.Args, ArgumentTrust: r.ArgumentTrust, Workspace: h.workspaces.For(p.Tenant, r.RunID),
 	})
 }

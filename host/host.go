@@ -90,6 +90,10 @@ type Config struct {
 	// Lease, SweepInterval and ApprovalHold tune the pipeline (the runtime.Default*
 	// values when zero; see runtime.Config). A tool's own timeout is its spec's.
 	Lease, SweepInterval, ApprovalHold time.Duration
+	// RetryWindow is how long after an identical write settled a call whose client
+	// sent no call id is still taken for its retry (runtime.Config.RetryWindow; 0 is
+	// runtime.DefaultRetryWindow). See the README's "Which call is this?".
+	RetryWindow time.Duration
 	// MaxCachedSessions bounds the per-session state this process keeps in memory —
 	// pinned catalogs, session owners — in sessions (0 is
 	// runtime.DefaultMaxCachedSessions). The store holds all of it: a session evicted
@@ -275,6 +279,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 		Lease:         cfg.Lease,
 		SweepInterval: cfg.SweepInterval,
 		ApprovalHold:  cfg.ApprovalHold,
+		RetryWindow:   cfg.RetryWindow,
 		ApprovalPoll:  cfg.Test.ApprovalPoll,
 		AfterStep:     cfg.Test.AfterStep,
 	}

@@ -173,7 +173,10 @@ func (o *Operator) Uncertain(ctx context.Context, actor runtime.Principal) ([]*s
 }
 
 // Resolve records actor's review of UNCERTAIN call id — its effect happened, or did
-// not — with its audit entry in the same transaction, and returns the row.
+// not — with its audit entry in the same transaction, and returns the row. Happened
+// settles the call as a success (a retry is answered with the confirmation); did not
+// happen releases it to run again under its own key, at the caller's retry or the next
+// recovery pass, once (SES-2).
 // ErrNotFound (not in the actor's tenant), ErrNotUncertain.
 func (o *Operator) Resolve(ctx context.Context, actor runtime.Principal, id int64, happened bool, reason string) (*store.Invocation, error) {
 	inv, err := o.visible(ctx, actor, id)
@@ -189,7 +192,13 @@ func (o *Operator) Resolve(ctx context.Context, actor runtime.Principal, id int6
 		return nil, err
 	}
 	audit := o.entry(actor, inv, AuditResolve, detail)
-	switch inv, err = o.h.st.InvocationResolveUncertain(ctx, id, resolution, actor.ID, &audit); {
+	var outcome json.RawMessage
+	if happened {
+		if outcome, err = json.Marshal(runtime.ConfirmedHappened(inv.CallID, actor.ID)); err != nil {
+			return nil, err
+		}
+	}
+	switch inv, err = o.h.st.InvocationResolveUncertain(ctx, id, resolution, actor.ID, outcome, &audit); {
 	case errors.Is(err, store.ErrConflict):
 		return nil, fmt.Errorf("invocation %d: %w", id, ErrNotUncertain)
 	case errors.Is(err, store.ErrNotFound):

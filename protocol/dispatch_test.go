@@ -82,20 +82,22 @@ func (h *host) mode() string {
 	return m
 }
 
-// row is the invocation row (the tool_call entry) of a call.
+// row is the invocation row (the tool_call entry) of a call: the latest row of the
+// tool with that call id (a refusal is recorded under a key of its own, so rows are
+// found by call, not by the call's key).
 func (h *host) row(tool, callID, args string) *store.Invocation {
 	h.t.Helper()
-	canon, err := runtime.CanonicalJSON([]byte(args))
+	rows, err := h.st.InvocationList(h.t.Context(), store.InvocationFilter{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: callID,
-		Tool: tool, ToolVersion: 1, CanonicalArgs: canon})
-	inv, err := h.st.InvocationGetByKey(h.t.Context(), key)
-	if err != nil {
-		h.t.Fatalf("row of %s %s: %v", tool, callID, err)
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Tool == tool && rows[i].CallID == callID {
+			return rows[i]
+		}
 	}
-	return inv
+	h.t.Fatalf("no row of %s %s (%s)", tool, callID, args)
+	return nil
 }
 
 type dispatchEntry struct {

@@ -104,6 +104,15 @@ func Succeeded(callID string, r ToolResult) Outcome {
 	return Outcome{Status: OutcomeSucceeded, CallID: callID, Result: &res}
 }
 
+// ConfirmedHappened is the outcome recorded for an UNCERTAIN call a person confirmed
+// happened (store.InvocationResolveUncertain): a success, which a retry of the call is
+// answered with. The tool's own result was never recorded — the call was interrupted
+// after its effect — so the outcome says so, in the platform's words.
+func ConfirmedHappened(callID, by string) Outcome {
+	return Succeeded(callID, ToolResult{OK: true, Trust: TrustSystem, Content: []Item{{Type: "text", Trust: TrustSystem,
+		Text: "The call was interrupted after its effect was sent, and " + by + " confirmed that the effect happened. The tool's own result was not recorded."}}})
+}
+
 // WithExternalDetail returns o with text as its external detail, from an unnamed source.
 // See [Outcome.WithExternalDetailFrom].
 func (o Outcome) WithExternalDetail(text string) Outcome { return o.WithExternalDetailFrom("", text) }

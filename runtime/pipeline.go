@@ -60,6 +60,9 @@ type Config struct {
 	ApprovalHold time.Duration // default DefaultApprovalHold
 	ApprovalPoll time.Duration // default DefaultApprovalPoll
 	MaxAttempts  int           // default DefaultMaxAttempts
+	// RetryWindow is how long after an identical write settled a call without a call
+	// id is still its retry (default DefaultRetryWindow; see stepIdentity).
+	RetryWindow time.Duration
 	// SweepInterval is the mean time between two recovery passes of the maintenance
 	// Start runs (default DefaultSweepInterval); SweepJitter, in [0, 1), spreads it
 	// (default DefaultSweepJitter; a negative value means none).
@@ -137,6 +140,9 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.RetryWindow <= 0 {
+		cfg.RetryWindow = DefaultRetryWindow
+	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = DefaultSweepInterval
 	}
@@ -188,8 +194,14 @@ type Call struct {
 	RunID    string
 	Step     int
 	CallID   string
-	Tool     string
-	Args     json.RawMessage
+	// Derived says the caller sent no call id: CallID is derived from the tool and the
+	// arguments (the MCP server's DerivedCallID), and names the calls of that tool
+	// with those arguments in the run and step. The pipeline decides whether this one
+	// is a retry of the latest of them or a new one, which it names CallID-N (SES-2;
+	// see stepIdentity).
+	Derived bool
+	Tool    string
+	Args    json.RawMessage
 	// ContextTrust are the labels of the context items in the request that produced
 	// the call; origin_trust is their minimum (RT-6).
 	ContextTrust []Trust
@@ -298,6 +310,9 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	p.after("validate")
 	p.stepLabel(c) // 3
 	p.after("label")
+	if err := p.stepIdentity(ctx, c); err != nil { // 4, the call id
+		return Outcome{}, err
+	}
 	p.stepKey(c) // 4
 	p.after("key")
 	o, stop, err = p.stepBreaker(ctx, c) // 5
@@ -420,7 +435,6 @@ func (p *Pipeline) stepKey(c *call) {
 		Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
 		Tool: c.spec.Name, ToolVersion: c.spec.Version, CanonicalArgs: c.canonicalArgs,
 	})
-	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
 }
 
 // stepBreaker is step 5: one counter per (tenant, run, tool, canonical args) (RT-8,
@@ -471,7 +485,12 @@ func (p *Pipeline) stepPolicy(ctx context.Context, c *call) (Outcome, bool, erro
 }
 
 // recordRefusal persists a breaker or policy denial as a terminal DENIED row (one
-// commit): it counts for the breaker, and the denial is in the audit view.
+// commit): it counts for the breaker, and the denial is in the audit view. The row
+// is recorded under a key of its own (the call's key, store.RefusalKeySuffix, a
+// random tail), never the call's: a refusal is a decision about this attempt, not an
+// outcome of the call, so it never occupies the key and is never replayed. The same
+// call made again is decided again — after a dispatch into the mode that allows it,
+// with the scope granted, or the policy changed, it runs (SES-2).
 //
 // If the key already has a row, the refusal is this caller's and is returned as it is:
 // never that row's recorded outcome, and the row is not touched (issue 14, finding 5:
@@ -491,15 +510,18 @@ func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outco
 		}
 		c.mode = mode
 	}
-	params := p.insertParams(c)
-	params.Status, params.ReasonCode, params.Outcome = store.StatusDenied, string(o.ReasonCode), mustJSON(o)
-	inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
+	inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
+	if errors.Is(err, store.ErrNotFound) {
+		params := p.insertParams(c)
+		params.Key += store.RefusalKeySuffix + randomToken()
+		params.Status, params.ReasonCode, params.Outcome = store.StatusDenied, string(o.ReasonCode), mustJSON(o)
+		if c.inv, _, err = p.cfg.Store.InvocationInsert(ctx, params); err != nil {
+			return Outcome{}, fmt.Errorf("runtime: record denial: %w", err)
+		}
+		return o, nil
+	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runtime: record denial: %w", err)
-	}
-	if inserted {
-		c.inv = inv
-		return o, nil
 	}
 	if isBreakerReason(o.ReasonCode) && inv.Status.Terminal() {
 		po, denied, err := p.stepPolicy(ctx, c)

@@ -94,6 +94,8 @@ Flags every command takes:
 	--log LEVEL      debug|info|warn|error, structured logs on stderr (default warn)
 	--lease D        the lease of a call while it runs (default 30s)
 	--sweep D        the mean interval of serve's recovery pass (default 12s)
+	--retry-window D how long after an identical write settled a call that names no call
+	                 id is still its retry, answered from the record (default 10m)
 
 Exit status: 0 done, 1 the call or operation did not succeed, 2 usage or I/O error.
 `
@@ -156,7 +158,7 @@ func init() {
 type common struct {
 	dir, db, workspace, principal, tenant, scopes, logLevel, tokenFile string
 	json                                                               bool
-	lease, sweep                                                       time.Duration
+	lease, sweep, retryWindow                                          time.Duration
 }
 
 func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
@@ -178,6 +180,7 @@ func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "a bearer token proving who acts, verified against principals.yaml (instead of --principal)")
 	fs.DurationVar(&c.lease, "lease", 0, "lease of a call while it runs (default 30s)")
 	fs.DurationVar(&c.sweep, "sweep", 0, "mean interval of the recovery pass of serve (default 12s)")
+	fs.DurationVar(&c.retryWindow, "retry-window", 0, "how long an identical write without a call id is its retry (default 10m)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
 	return fs, c
 }
@@ -215,7 +218,7 @@ func (c *common) config(e *env, servers []string) (host.Config, error) {
 	hc := host.Config{
 		Dir: c.dir, Store: c.db, Workspace: c.workspace, Principal: c.principal, Tenant: c.tenant,
 		Tools: e.cfg.Tools, Builtins: e.cfg.Builtins, Servers: servers, Logger: log,
-		Lease: c.lease, SweepInterval: c.sweep, Scopes: c.scopeList(),
+		Lease: c.lease, SweepInterval: c.sweep, RetryWindow: c.retryWindow, Scopes: c.scopeList(),
 	}
 	hc.Test.AfterStep = killAt()
 	return hc, nil

@@ -48,6 +48,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		RunID:     id.RunID,
 		Step:      id.Step,
 		CallID:    id.CallID,
+		Derived:   id.Derived,
 		Tool:      tool,
 		Args:      p.Arguments,
 		// RT-6: an MCP client is not a verified source of provenance. What was in the

@@ -18,7 +18,8 @@ import (
 )
 
 // A call round-trips through the real pipeline and store: success, structured content,
-// trust label, the ids it ran under, and a retry that replays instead of executing.
+// trust label, the ids it ran under; a read made again runs again, a write's retry
+// replays instead of executing.
 func TestCall_RoundTrip(t *testing.T) {
 	transports(t, func(t *testing.T, e *env, connect func(*progressLog) *mcp.ClientSession) {
 		cs := connect(nil)
@@ -46,12 +47,23 @@ func TestCall_RoundTrip(t *testing.T) {
 		if got, want := metaString(res.Meta, server.MetaCallID), server.DerivedCallID(testCallIDSecret, "demo.read", json.RawMessage(`{"n":7}`)); got != want {
 			t.Errorf("call id %q, want the derived %q", got, want)
 		}
+		// Without call ids (SES-2): the same read again reads again, under the next
+		// generation of the derived id; a write's retry replays its record.
 		again := call(t, cs, "demo__read", map[string]any{"n": 7}, nil)
-		if again.IsError || again.Meta[server.MetaReplayed] != true {
-			t.Errorf("retry: %s, want the replayed recorded outcome", dump(again))
+		if again.IsError || again.Meta[server.MetaReplayed] == true || metaString(again.Meta, server.MetaCallID) != metaString(res.Meta, server.MetaCallID)+"-1" {
+			t.Errorf("the read again: %s, want a new execution as generation -1", dump(again))
 		}
-		if n := e.tools["demo.read"].execs.Load(); n != 1 {
-			t.Errorf("demo.read executed %d times, want 1", n)
+		if n := e.tools["demo.read"].execs.Load(); n != 2 {
+			t.Errorf("demo.read executed %d times, want 2", n)
+		}
+		sent := call(t, cs, "demo__send", map[string]any{"n": 7}, nil)
+		retry := call(t, cs, "demo__send", map[string]any{"n": 7}, nil)
+		if sent.IsError || retry.IsError || retry.Meta[server.MetaReplayed] != true ||
+			metaString(retry.Meta, server.MetaCallID) != metaString(sent.Meta, server.MetaCallID) {
+			t.Errorf("the write's retry: %s, want the replayed record of %s", dump(retry), dump(sent))
+		}
+		if n := e.tools["demo.send"].execs.Load(); n != 1 {
+			t.Errorf("demo.send executed %d times, want 1", n)
 		}
 	})
 }

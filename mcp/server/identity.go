@@ -48,6 +48,9 @@ type identity struct {
 	RunID     string
 	Step      int
 	CallID    string
+	// Derived: the client sent no call id; CallID is DerivedCallID's, the base of the
+	// generations the pipeline chooses among (runtime.Call.Derived).
+	Derived bool
 }
 
 // DerivedCallID is the call id of a call whose client sent none: "auto-" + the first
@@ -159,9 +162,9 @@ func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp
 	if err != nil {
 		return id, err
 	}
-	id.CallID = DerivedCallID(s.opts.CallIDSecret, tool, args)
-	if ok {
-		id.CallID = call
+	id.CallID, id.Derived = call, false
+	if !ok {
+		id.CallID, id.Derived = DerivedCallID(s.opts.CallIDSecret, tool, args), true
 	}
 	return id, nil
 }

@@ -136,6 +136,11 @@ func (m *MemStore) InvocationSettleIfLeased(_ context.Context, f store.Fence, s 
 	return nil
 }
 
+// InvocationGetLatestGeneration finds none: every derived call is its first.
+func (m *MemStore) InvocationGetLatestGeneration(context.Context, store.GenerationParams) (*store.Invocation, error) {
+	return nil, store.ErrNotFound
+}
+
 // InvocationBreakerCounts always counts zero: the breaker never refuses.
 func (m *MemStore) InvocationBreakerCounts(context.Context, string, string, string) (store.BreakerCounts, error) {
 	return store.BreakerCounts{}, nil
@@ -177,7 +182,7 @@ func (m *MemStore) InvocationListUncertain(context.Context, string) ([]*store.In
 	return nil, nil
 }
 
-func (m *MemStore) InvocationResolveUncertain(context.Context, int64, string, string, *store.AuditEntry) (*store.Invocation, error) {
+func (m *MemStore) InvocationResolveUncertain(context.Context, int64, string, string, json.RawMessage, *store.AuditEntry) (*store.Invocation, error) {
 	return nil, ErrNotImplemented
 }
 

@@ -51,15 +51,23 @@ func ValidateDeploymentSecret(name string, candidate []byte) error {
 }
 
 // ValidateResolution reports whether resolution and by record a review (ErrInvalid if not).
-func ValidateResolution(resolution, by string) error {
+func ValidateResolution(resolution, by string, outcome json.RawMessage) error {
 	if resolution != ResolutionHappened && resolution != ResolutionDidNotHappen {
 		return fmt.Errorf("%w: resolution %q (want %s or %s)", ErrInvalid, resolution, ResolutionHappened, ResolutionDidNotHappen)
 	}
 	if by == "" {
 		return fmt.Errorf("%w: resolution without a resolver", ErrInvalid)
 	}
+	if resolution == ResolutionHappened && len(outcome) == 0 {
+		return fmt.Errorf("%w: a resolution as happened records the outcome a retry is answered", ErrInvalid)
+	}
 	return nil
 }
+
+// RefusalKeySuffix marks the key of a refusal row: a refusal is recorded under a key
+// of its own (the call's key, this, a unique tail), so it never occupies the call's
+// key and is never replayed (SES-2); drivers use it to tell refusal rows apart.
+const RefusalKeySuffix = ":refused:"
 
 // SweptFromRows pairs each row a sweep reclaimed with the decision its new status
 // records: PENDING is a retry, FAILED the crash-loop bound, UNCERTAIN uncertain.

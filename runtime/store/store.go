@@ -196,6 +196,15 @@ type ToolRef struct {
 	SHA256  string
 }
 
+// GenerationParams selects the generations of a derived call id
+// (Store.InvocationGetLatestGeneration).
+type GenerationParams struct {
+	Tenant, RunID string
+	Step          int
+	ArgsHash      string
+	CallIDBase    string
+}
+
 // Claimable says whose rows a recovery operation (the sweep, the retryable list) may
 // touch. A worker never decides for a tool it cannot run, so the pipeline always
 // passes Tools; AllTools is for a caller that knows it speaks for every tool on the
@@ -573,14 +582,25 @@ type Store interface {
 	// rows not yet resolved, oldest first.
 	InvocationListUncertain(ctx context.Context, tenant string) ([]*Invocation, error)
 	// InvocationResolveUncertain records a person's review: happened or did_not_happen,
-	// by whom and when. The status stays UNCERTAIN, so step 8 keeps returning the
-	// recorded outcome and the breaker's uncertain_repeat keeps holding; the row leaves
-	// the review queue. audit, when not nil, is appended in the same transaction (the
-	// review and its audit entry commit together or not at all, HOST-2); its Tenant
-	// must be the row's, else ErrNotFound and nothing is written. ErrConflict if the
-	// row is not UNCERTAIN or already resolved, ErrNotFound if there is none,
-	// ErrInvalid for another resolution or an empty by.
-	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *AuditEntry) (*Invocation, error)
+	// by whom and when, and moves the row to what is now known (SES-2):
+	//   - happened: SUCCEEDED, with outcome (the record of the confirmation), which
+	//     step 8 then returns to a retry of the call;
+	//   - did_not_happen: PENDING and retryable, its watermark cleared (kept in
+	//     EarlierEffectSentAt) and its lease gone — exactly a call interrupted before
+	//     its watermark, which the caller's retry or the next recovery pass runs, once,
+	//     under the same key. outcome is ignored.
+	// Either way the row leaves the review queue and no longer trips uncertain_repeat.
+	// audit, when not nil, is appended in the same transaction (the review and its
+	// audit entry commit together or not at all, HOST-2); its Tenant must be the row's,
+	// else ErrNotFound and nothing is written. ErrConflict if the row is not UNCERTAIN
+	// or already resolved, ErrNotFound if there is none, ErrInvalid for another
+	// resolution, an empty by, or happened without an outcome.
+	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *AuditEntry) (*Invocation, error)
+	// InvocationGetLatestGeneration returns the latest row of a call whose id was
+	// derived (SES-2): of p's tenant, run, step and arguments hash, with call id
+	// p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded (they
+	// are recorded under keys of their own). ErrNotFound if there is none. It reads only.
+	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (*Invocation, error)
 	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
 	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
 	// in a run of the same id neither trip the breaker nor can be detected through it.

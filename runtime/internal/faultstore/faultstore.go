@@ -376,9 +376,9 @@ func (f *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	})
 }
 
-func (f *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
+func (f *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *store.AuditEntry) (*store.Invocation, error) {
 	return inject(f, ctx, ResolveUncertain, func(ctx context.Context) (*store.Invocation, error) {
-		return f.s.InvocationResolveUncertain(ctx, id, resolution, by, audit)
+		return f.s.InvocationResolveUncertain(ctx, id, resolution, by, outcome, audit)
 	})
 }
 
@@ -460,6 +460,10 @@ func (f *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.To
 
 func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
 	return f.s.InvocationListUncertain(ctx, tenant)
+}
+
+func (f *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	return f.s.InvocationGetLatestGeneration(ctx, p)
 }
 
 func (f *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {

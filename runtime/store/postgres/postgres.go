@@ -311,11 +311,11 @@ func (s *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*
 	return s.invocations(ctx, invocationListUncertain, tenant)
 }
 
-func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
-	if err := store.ValidateResolution(resolution, by); err != nil {
+func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *store.AuditEntry) (*store.Invocation, error) {
+	if err := store.ValidateResolution(resolution, by, outcome); err != nil {
 		return nil, err
 	}
-	args := append([]any{id, resolution, by}, auditArgs(audit)...)
+	args := append([]any{id, resolution, by, nullJSON(outcome)}, auditArgs(audit)...)
 	inv, err := s.invocation(ctx, invocationResolveUncertain, args...)
 	if errors.Is(err, store.ErrNotFound) {
 		// With an audit entry the review was confined to the entry's tenant: a row of
@@ -327,6 +327,10 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 		return nil, s.conflictIfExists(ctx, id, tenant)
 	}
 	return inv, err
+}
+
+func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	return s.invocation(ctx, invocationGetLatestGeneration, p.Tenant, p.RunID, p.ArgsHash, p.Step, p.CallIDBase)
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {

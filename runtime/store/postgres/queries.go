@@ -199,7 +199,14 @@ ORDER BY id`
 	invocationResolveUncertainSQL = `
 WITH resolved AS (
 	UPDATE tool_invocations
-	SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now()
+	SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now(),
+		status = CASE @resolution::text WHEN 'happened' THEN 'SUCCEEDED' ELSE 'PENDING' END,
+		outcome = CASE @resolution::text WHEN 'happened' THEN @outcome::json ELSE outcome END,
+		earlier_effect_sent_at = CASE @resolution::text WHEN 'happened' THEN earlier_effect_sent_at
+			ELSE coalesce(earlier_effect_sent_at, effect_sent_at) END,
+		effect_sent_at = CASE @resolution::text WHEN 'happened' THEN effect_sent_at END,
+		lease_owner = CASE @resolution::text WHEN 'happened' THEN lease_owner END,
+		lease_expires_at = CASE @resolution::text WHEN 'happened' THEN lease_expires_at END
 	WHERE id = @id AND status = 'UNCERTAIN' AND resolution = ''
 		AND (NOT @with_audit::boolean OR tenant = @audit_tenant::text)
 	RETURNING ` + invocationColumns + `
@@ -213,9 +220,20 @@ SELECT ` + invocationColumns + ` FROM resolved`
 	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id AND (@tenant::text IS NULL OR tenant = @tenant))`
 
 	invocationBreakerCountsSQL = `
-SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
+SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0
 FROM tool_invocations
 WHERE tenant = @tenant AND run_id = @run_id AND args_hash = @args_hash`
+
+	// invocationGetLatestGenerationSQL: the latest row of a derived call id's
+	// generations (base, base-1, base-2, ...), refusal rows excluded; through the
+	// breaker's index.
+	invocationGetLatestGenerationSQL = `
+SELECT ` + invocationColumns + ` FROM tool_invocations
+WHERE tenant = @tenant AND run_id = @run_id AND args_hash = @args_hash AND step_number = @step
+	AND (call_id = @base OR left(call_id, length(@base::text) + 1) = @base::text || '-')
+	AND strpos(key, ':refused:') = 0
+ORDER BY id DESC
+LIMIT 1`
 )
 
 // auditValues are the columns of an audit entry passed as @audit_* parameters (the
@@ -331,9 +349,10 @@ var (
 	invocationCountUnclaimable = compile(invocationCountUnclaimableSQL, "tools", "claim_tenant")
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
-		"with_audit"}, auditParams...)...)
-	invocationExists        = compile(invocationExistsSQL, "id", "tenant")
-	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
+		"outcome", "with_audit"}, auditParams...)...)
+	invocationGetLatestGeneration = compile(invocationGetLatestGenerationSQL, "tenant", "run_id", "args_hash", "step", "base")
+	invocationExists              = compile(invocationExistsSQL, "id", "tenant")
+	invocationBreakerCounts       = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
 
 	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
 		"with_audit"}, auditParams...)...)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/toolgen/toolgen/runtime/store/internal/migrate"
 )
@@ -41,6 +42,18 @@ func migrateUp(ctx context.Context, db *sql.DB) error {
 			}
 			if _, err := tx.ExecContext(ctx, m.Up); err != nil {
 				return err
+			}
+			if strings.Contains(m.Up, "writable_schema") {
+				// An in-place edit of sqlite_schema (a CHECK removed): bump the schema
+				// cookie, as SQLite's procedure for it says, so that every connection
+				// reparses the schema. PRAGMA takes no expression, so it is done here.
+				var v int64
+				if err := tx.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA schema_version = %d`, v+1)); err != nil {
+					return err
+				}
 			}
 			_, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, `+nowMicros+`)`, m.Version, m.Name)

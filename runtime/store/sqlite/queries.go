@@ -180,17 +180,37 @@ SELECT ` + invocationColumns + ` FROM tool_invocations
 WHERE status = 'UNCERTAIN' AND resolution = '' AND (:tenant = '' OR tenant = :tenant)
 ORDER BY id`
 
+	// invocationResolveUncertainSQL: happened -> SUCCEEDED with :outcome; did_not_happen
+	// -> PENDING, retryable, the watermark moved to earlier_effect_sent_at, no lease.
 	invocationResolveUncertainSQL = `
 UPDATE tool_invocations
-SET resolution = :resolution, resolved_by = :resolved_by, resolved_at = ` + nowMicros + `, updated_at = ` + nowMicros + `
+SET resolution = :resolution, resolved_by = :resolved_by, resolved_at = ` + nowMicros + `, updated_at = ` + nowMicros + `,
+	status = CASE :resolution WHEN 'happened' THEN 'SUCCEEDED' ELSE 'PENDING' END,
+	outcome = CASE :resolution WHEN 'happened' THEN :outcome ELSE outcome END,
+	earlier_effect_sent_at = CASE :resolution WHEN 'happened' THEN earlier_effect_sent_at
+		ELSE coalesce(earlier_effect_sent_at, effect_sent_at) END,
+	effect_sent_at = CASE :resolution WHEN 'happened' THEN effect_sent_at END,
+	lease_owner = CASE :resolution WHEN 'happened' THEN lease_owner END,
+	lease_expires_at = CASE :resolution WHEN 'happened' THEN lease_expires_at END
 WHERE id = :id AND status = 'UNCERTAIN' AND resolution = '' AND (:tenant IS NULL OR tenant = :tenant)
 RETURNING ` + invocationColumns
+
+	// invocationGetLatestGenerationSQL: the latest row of a derived call id's
+	// generations (base, base-1, base-2, ...), refusal rows excluded; through the
+	// breaker's index.
+	invocationGetLatestGenerationSQL = `
+SELECT ` + invocationColumns + ` FROM tool_invocations
+WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash AND step_number = :step
+	AND (call_id = :base OR substr(call_id, 1, length(:base) + 1) = :base || '-')
+	AND instr(key, ':refused:') = 0
+ORDER BY id DESC
+LIMIT 1`
 
 	// invocationExistsSQL: the row exists (in :tenant, unless NULL).
 	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant))`
 
 	invocationBreakerCountsSQL = `
-SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN') > 0
+SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0
 FROM tool_invocations
 WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash`
 )

@@ -47,6 +47,7 @@ type writeStmts struct {
 // database/sql again on each further reader connection, once).
 type readStmts struct {
 	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, breakerCounts *sql.Stmt
+	latestGeneration                                                                               *sql.Stmt
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
@@ -148,6 +149,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.countUnclaimable, invocationCountUnclaimableSQL},
 		{s.read, &r.listUncertain, invocationListUncertainSQL},
 		{s.read, &r.breakerCounts, invocationBreakerCountsSQL},
+		{s.read, &r.latestGeneration, invocationGetLatestGenerationSQL},
 		{s.read, &r.fenceHolds, invocationFenceHoldsSQL},
 		{s.read, &r.settledByFence, invocationSettledByFenceSQL},
 		{s.read, &r.releasedAt, invocationReleasedAtSQL},
@@ -497,8 +499,8 @@ func (s *Store) InvocationList(ctx context.Context, f store.InvocationFilter) ([
 		sql.Named("session_id", f.SessionID), sql.Named("awaiting", awaiting), sql.Named("limit", sqlLimit(f.Limit)))
 }
 
-func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
-	if err := store.ValidateResolution(resolution, by); err != nil {
+func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *store.AuditEntry) (*store.Invocation, error) {
+	if err := store.ValidateResolution(resolution, by, outcome); err != nil {
 		return nil, err
 	}
 	// With an audit entry the review is also confined to the entry's tenant: a row of
@@ -511,7 +513,8 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		inv, err = scanInvocation(tx.StmtContext(ctx, s.w.resolve).QueryRowContext(ctx,
-			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by), sql.Named("tenant", tenant)))
+			sql.Named("id", id), sql.Named("resolution", resolution), sql.Named("resolved_by", by), sql.Named("tenant", tenant),
+			sql.Named("outcome", nullJSON(outcome))))
 		if errors.Is(err, store.ErrNotFound) {
 			return s.conflictIfExistsIn(ctx, tx, id, tenant)
 		}
@@ -525,6 +528,11 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 		return nil, err
 	}
 	return inv, nil
+}
+
+func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	return scanInvocation(s.r.latestGeneration.QueryRowContext(ctx, sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
+		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)))
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {

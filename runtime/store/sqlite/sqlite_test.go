@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -195,5 +196,44 @@ func TestMigration005_KeepsRowsAndOwners(t *testing.T) {
 	}
 	if c, err := s.InvocationBreakerCounts(ctx, "a", "r", "h"); err != nil || c.Total != 1 || c.Denied != 1 {
 		t.Errorf("breaker of tenant a after the upgrade: %+v, %v; want its one denial", c, err)
+	}
+}
+
+// TestMigration008_RefusalsLeaveTheirKeys: a refusal recorded before 008 held its
+// call's key; the upgrade moves it off (the call may be made, and decided, again),
+// keeps a person's denial of a held call on its key, and lets a resolved row move on.
+func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	if err := migrateDown(ctx, s.write, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO tool_invocations (key, tenant, tool, status, reason_code, created_at, updated_at)
+		VALUES ('k-refused', 'acme', 'a.b', 'DENIED', 'not_in_mode', 1, 1), ('k-person', 'acme', 'a.b', 'DENIED', 'approval_denied', 1, 1),
+		       ('k-ok', 'acme', 'a.b', 'SUCCEEDED', '', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateUp(ctx, s.write); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{"k-refused": false, "k-person": true, "k-ok": true} {
+		_, err := s.InvocationGetByKey(ctx, key)
+		if (err == nil) != want {
+			t.Errorf("key %s after the upgrade: %v, want found=%v", key, err, want)
+		}
+	}
+	var moved string
+	if err := s.write.QueryRowContext(ctx, `SELECT key FROM tool_invocations WHERE reason_code = 'not_in_mode'`).Scan(&moved); err != nil ||
+		!strings.HasPrefix(moved, "k-refused"+store.RefusalKeySuffix) {
+		t.Fatalf("the refusal's key: %q, %v", moved, err)
+	}
+	// The resolution CHECK is gone: a reviewed row moves on.
+	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k-u", Tenant: "acme", Status: store.StatusUncertain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.InvocationResolveUncertain(ctx, inv.ID, store.ResolutionHappened, "carol", json.RawMessage(`{"status":"succeeded"}`), nil); err != nil ||
+		got.Status != store.StatusSucceeded {
+		t.Fatalf("resolve after the upgrade: %+v, %v", got, err)
 	}
 }

@@ -322,27 +322,27 @@ func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	}
 	inv := uncertain()
 	audit := decisionAudit(inv, "resolve")
-	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "carol", audit)
+	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "carol", nil, audit)
 	noErr(t, "resolve with audit", err)
-	if got.Resolution != store.ResolutionDidNotHappen || got.ResolvedBy != "carol" || got.Status != store.StatusUncertain {
+	if got.Resolution != store.ResolutionDidNotHappen || got.ResolvedBy != "carol" || got.Status != store.StatusPending {
 		t.Fatalf("resolved row: %+v", got)
 	}
 	e.checkAudit(t, "after the review", inv.CreatedAt, audit)
 
 	// Every refused review writes neither the resolution nor the audit entry.
-	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "dave", decisionAudit(inv, "resolve"))
+	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "dave", happenedOutcome, decisionAudit(inv, "resolve"))
 	wantErr(t, "second review", err, store.ErrConflict)
 	other := uncertain()
 	foreign := decisionAudit(other, "resolve")
 	foreign.Tenant = "tenant-b"
-	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, store.ResolutionHappened, "mallory", foreign)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, store.ResolutionHappened, "mallory", happenedOutcome, foreign)
 	wantErr(t, "audit of another tenant", err, store.ErrNotFound)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", decisionAudit(other, "resolve"))
+	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(other, "resolve"))
 	wantErr(t, "missing row", err, store.ErrNotFound)
 	done := e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "tenant-a", store.StatusSucceeded })
-	_, err = e.s.InvocationResolveUncertain(e.ctx, done.ID, store.ResolutionHappened, "carol", decisionAudit(done, "resolve"))
+	_, err = e.s.InvocationResolveUncertain(e.ctx, done.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(done, "resolve"))
 	wantErr(t, "a row that is not UNCERTAIN", err, store.ErrConflict)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, "maybe", "carol", decisionAudit(other, "resolve"))
+	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, "maybe", "carol", nil, decisionAudit(other, "resolve"))
 	wantErr(t, "unknown resolution", err, store.ErrInvalid)
 	if got := e.get(t, other.ID); got.Resolution != "" || got.ResolvedBy != "" {
 		t.Fatalf("a refused review was recorded: %+v", got)
@@ -352,7 +352,7 @@ func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	}
 	e.checkAudit(t, "after the refused reviews", inv.CreatedAt, audit)
 	// Still the row's to review, in its own tenant.
-	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, store.ResolutionHappened, "carol", decisionAudit(other, "resolve"))
+	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(other, "resolve"))
 	noErr(t, "review in the row's tenant", err)
 	e.checkAudit(t, "after the second row's review", inv.CreatedAt, audit, decisionAudit(other, "resolve"))
 }

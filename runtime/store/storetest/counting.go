@@ -166,9 +166,13 @@ func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant stri
 	return c.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, audit *store.AuditEntry) (*store.Invocation, error) {
+func (c *CountingStore) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	return c.s.InvocationGetLatestGeneration(ctx, p)
+}
+
+func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *store.AuditEntry) (*store.Invocation, error) {
 	c.count("InvocationResolveUncertain") // with its audit entry: still one commit
-	return c.s.InvocationResolveUncertain(ctx, id, resolution, by, audit)
+	return c.s.InvocationResolveUncertain(ctx, id, resolution, by, outcome, audit)
 }
 
 func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {

@@ -191,7 +191,7 @@ func testEventsSweep(t *testing.T, e *env) {
 	e.sweepOne(t, retry, store.SweepParams{Claimable: allTools})
 	e.sweepOne(t, uncertain, store.SweepParams{Claimable: allTools})
 	e.sweepOne(t, crash, store.SweepParams{MaxAttempts: 1, Claimable: allTools})
-	_, err := e.s.InvocationResolveUncertain(e.ctx, uncertain.ID, store.ResolutionDidNotHappen, "carol", nil)
+	_, err := e.s.InvocationResolveUncertain(e.ctx, uncertain.ID, store.ResolutionDidNotHappen, "carol", nil, nil)
 	noErr(t, "resolve", err)
 	row := e.get(t, uncertain.ID)
 
@@ -205,7 +205,7 @@ func testEventsSweep(t *testing.T, e *env) {
 		ev.Duration == nil || *ev.Duration < 0 {
 		t.Errorf("uncertain event %+v", ev)
 	}
-	if ev := lastOf(evs, uncertain.ID, store.EventResolved); ev.Status != string(store.StatusUncertain) ||
+	if ev := lastOf(evs, uncertain.ID, store.EventResolved); ev.Status != string(store.StatusPending) ||
 		ev.Duration != nil || !ev.At.Equal(*row.ResolvedAt) {
 		t.Errorf("resolved event %+v, want at %v", ev, *row.ResolvedAt)
 	}

@@ -155,7 +155,8 @@ var tests = []struct {
 	// queues and review
 	{"ListRetryable_AllowAndApprovedHolds", testListRetryableAllowAndApprovedHolds},
 	{"ListUncertain_TenantFilter_ResolvedLeave", testListUncertainTenantFilter},
-	{"ResolveUncertain_KeepsStatusRecordsReview", testResolveUncertainKeepsStatus},
+	{"ResolveUncertain_MovesToWhatIsKnown", testResolveUncertainMovesToWhatIsKnown},
+	{"GetLatestGeneration_OnlyThatCallsGenerations", testGetLatestGeneration},
 	{"ResolveUncertain_Errors", testResolveUncertainErrors},
 	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
 	{"InvocationList_Filters", testInvocationListFilters},
@@ -1303,45 +1304,103 @@ func testListUncertainTenantFilter(t *testing.T, e *env) {
 	check("b", b1.ID)
 	check("", a1.ID, b1.ID, a2.ID)
 	check("c")
-	_, err := e.s.InvocationResolveUncertain(e.ctx, a1.ID, store.ResolutionDidNotHappen, "carol", nil)
+	_, err := e.s.InvocationResolveUncertain(e.ctx, a1.ID, store.ResolutionDidNotHappen, "carol", nil, nil)
 	noErr(t, "resolve", err)
 	check("a", a2.ID)
 	check("", b1.ID, a2.ID)
 }
 
-func testResolveUncertainKeepsStatus(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Status, p.ArgsHash, p.RunID = store.StatusUncertain, "h-u", "run-u" })
-	got, err := e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionHappened, "carol", nil)
+// The generations of a derived call id (SES-2): the latest row of exactly that
+// tenant's run, step, arguments and id base, a refusal row never among them.
+func testGetLatestGeneration(t *testing.T, e *env) {
+	p := store.GenerationParams{Tenant: "tenant-g", RunID: "run-g", Step: 0, ArgsHash: "h-g", CallIDBase: "auto-00ff"}
+	_, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
+	wantErr(t, "no generation yet", err, store.ErrNotFound)
+	gen := func(callID string, mods ...func(*store.InsertParams)) *store.Invocation {
+		return e.insert(t, append([]func(*store.InsertParams){func(ip *store.InsertParams) {
+			ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID, ip.Status = p.Tenant, p.RunID, p.Step, p.ArgsHash, callID, store.StatusSucceeded
+		}}, mods...)...)
+	}
+	gen("auto-00ff")
+	want := gen("auto-00ff-2")
+	gen("auto-00ff-3", func(ip *store.InsertParams) { // a refusal: under a key of its own
+		ip.Key, ip.Status, ip.ReasonCode = ip.Key+store.RefusalKeySuffix+"1", store.StatusDenied, "missing_scope"
+	})
+	gen("auto-00ffe")                                                            // another id that merely starts alike
+	gen("auto-00ff-4", func(ip *store.InsertParams) { ip.Tenant = "tenant-h" })  // another tenant
+	gen("auto-00ff-5", func(ip *store.InsertParams) { ip.Step = 1 })             // another step
+	gen("auto-00ff-6", func(ip *store.InsertParams) { ip.ArgsHash = "h-other" }) // other arguments
+	gen("auto-00ff-7", func(ip *store.InsertParams) { ip.RunID = "run-other" })  // another run
+	got, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
+	noErr(t, "latest generation", err)
+	if got.ID != want.ID {
+		t.Fatalf("latest generation: %s (%d), want %s (%d)", got.CallID, got.ID, want.CallID, want.ID)
+	}
+}
+
+// happenedOutcome is the record of a confirmation a resolution as happened stores.
+var happenedOutcome = json.RawMessage(`{"status":"succeeded","call_id":"c"}`)
+
+// A review moves the row to what is now known (SES-2): happened is a success whose
+// record answers a retry; did_not_happen is a call interrupted before its watermark,
+// PENDING and retryable under the same key. Neither is UNCERTAIN any more.
+func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
+	happened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-u", "run-u" })
+	e.sweepOne(t, happened, store.SweepParams{Claimable: allTools})
+	got, err := e.s.InvocationResolveUncertain(e.ctx, happened.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	noErr(t, "resolve", err)
-	if got.Status != store.StatusUncertain || got.Resolution != store.ResolutionHappened || got.ResolvedBy != "carol" ||
-		got.ResolvedAt == nil || got.ResolvedAt.Before(inv.CreatedAt) {
+	if got.Status != store.StatusSucceeded || got.Resolution != store.ResolutionHappened || got.ResolvedBy != "carol" ||
+		got.ResolvedAt == nil || got.ResolvedAt.Before(happened.CreatedAt) || string(got.Outcome) == "" || got.EffectSentAt == nil {
 		t.Fatalf("resolved row: %+v", got)
 	}
-	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.Status != store.StatusUncertain {
-		t.Fatalf("stored: %+v", stored)
+	var o map[string]any
+	if err := json.Unmarshal(e.get(t, happened.ID).Outcome, &o); err != nil || o["status"] != "succeeded" {
+		t.Fatalf("stored outcome %v, %v", o, err)
 	}
-	c, err := e.s.InvocationBreakerCounts(e.ctx, inv.Tenant, "run-u", "h-u")
+	c, err := e.s.InvocationBreakerCounts(e.ctx, happened.Tenant, "run-u", "h-u")
 	noErr(t, "breaker", err)
-	if !c.Uncertain {
-		t.Fatal("a resolved UNCERTAIN call must still trip uncertain_repeat")
+	if c.Uncertain {
+		t.Fatal("a call confirmed as happened still trips uncertain_repeat")
 	}
-	_, err = e.s.InvocationResolveUncertain(e.ctx, inv.ID, store.ResolutionDidNotHappen, "dave", nil)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, happened.ID, store.ResolutionDidNotHappen, "dave", nil, nil)
 	wantErr(t, "resolve twice", err, store.ErrConflict)
-	if stored := e.get(t, inv.ID); stored.Resolution != store.ResolutionHappened || stored.ResolvedBy != "carol" {
+	if stored := e.get(t, happened.ID); stored.Resolution != store.ResolutionHappened || stored.ResolvedBy != "carol" {
 		t.Fatalf("second resolution overwrote the first: %+v", stored)
+	}
+
+	notHappened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-n", "run-n" })
+	e.sweepOne(t, notHappened, store.SweepParams{Claimable: allTools})
+	got, err = e.s.InvocationResolveUncertain(e.ctx, notHappened.ID, store.ResolutionDidNotHappen, "carol", nil, nil)
+	noErr(t, "resolve not happened", err)
+	if got.Status != store.StatusPending || got.EffectSentAt != nil || got.EarlierEffectSentAt == nil ||
+		got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.Resolution != store.ResolutionDidNotHappen || got.Key != notHappened.Key {
+		t.Fatalf("resolved row: %+v", got)
+	}
+	rows, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "list retryable", err)
+	if !slices.ContainsFunc(rows, func(r *store.Invocation) bool { return r.ID == notHappened.ID }) {
+		t.Fatal("a call that did not happen is not retryable")
+	}
+	claimed, err := e.s.InvocationClaimIfPending(e.ctx, notHappened.ID, "w-again", longLease)
+	noErr(t, "claim", err)
+	if claimed.Status != store.StatusRunning || claimed.EffectSentAt != nil {
+		t.Fatalf("claimed again: %+v", claimed)
+	}
+	if list, _ := e.s.InvocationListUncertain(e.ctx, ""); len(list) != 0 {
+		t.Fatalf("resolved rows still in the review queue: %v", list)
 	}
 }
 
 func testResolveUncertainErrors(t *testing.T, e *env) {
 	ok := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
-	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol", nil)
+	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve SUCCEEDED", err, store.ErrConflict)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", nil)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve missing", err, store.ErrNotFound)
 	u := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
-	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol", nil)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol", nil, nil)
 	wantErr(t, "resolve maybe", err, store.ErrInvalid)
-	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "", nil)
+	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "", happenedOutcome, nil)
 	wantErr(t, "resolve anonymously", err, store.ErrInvalid)
 }
 
@@ -1530,7 +1589,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "sweep", err)
 	u, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Status = store.StatusUncertain }))
 	noErr(t, "insert", err)
-	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", decisionAudit(u, "resolve"))
+	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(u, "resolve"))
 	noErr(t, "resolve", err)
 	_, err = c.AuditAppend(e.ctx, store.AuditEntry{Kind: "tool_call"})
 	noErr(t, "audit", err)

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// DefaultRetryWindow is Config.RetryWindow's default: how long after an identical
+// write settled a call without a call id is still taken for its retry (SES-2).
+const DefaultRetryWindow = 10 * time.Minute
+
+// Call identity for callers that send no call id (SES-2).
+//
+// A client that names its calls (io.toolgen/call_id, toolrun call --call-id) says
+// itself which call is a retry: the same id is the same call, always. Most MCP
+// clients name none; their call id is derived from the tool and the canonical
+// arguments (Call.Derived), so that a retry after a lost answer finds its call. But
+// the same tool with the same arguments in the same session is not always the same
+// call — a file read again after it changed, a write repeated on purpose — so a
+// derived id names a family of calls, its generations: base, base-1, base-2, ...
+// stepIdentity picks the generation by what the store holds for the latest one
+// (store.InvocationGetLatestGeneration), and this is the rule:
+//
+//   - None yet: the first generation, base.
+//   - The latest is not settled (held for approval, running, suspended, released for
+//     a retry) or UNCERTAIN: the same call. A retry joins it: it waits for the
+//     approval it needs, answers call_in_progress, or the UNCERTAIN outcome until a
+//     person resolves it. A held call is never held twice.
+//   - The latest is a settled read or none call: a new call. A read is never answered
+//     from a recorded outcome; reading again reads again (a duplicate that arrives
+//     while the first is in flight runs too — reads record their row once, after they
+//     ran, so there is nothing to join, and reading twice is harmless).
+//   - The latest is a settled write that may have had its effect (SUCCEEDED, or ended
+//     after its watermark), or a held write a person denied: the same call within
+//     Config.RetryWindow of when it settled — a retry after a lost answer gets the
+//     recorded outcome and never runs twice — and a new call after it.
+//   - The latest is a write that ended before its watermark (FAILED or UNAVAILABLE
+//     with nothing sent): a new call. Nothing happened; running it is not running it
+//     twice.
+//
+// Refusals are never a generation (they are recorded under keys of their own; see
+// recordRefusal): a call refused for its scope, mode, policy or the breaker is
+// decided anew every time. And a call a person resolved moves on with the resolution
+// (store.InvocationResolveUncertain): happened is a settled success, did not happen a
+// call released to run again under its own key.
+//
+// The trade-off is the window. Inside it, a deliberate identical write is answered
+// with the record of the first, replayed: true, and does not run; a client that means
+// to repeat a write names its calls (or sends io.toolgen/step, which is part of the
+// identity: the ADR's own step number). Past it, a retry of a write whose answer was
+// lost runs again. The default, ten minutes, is far above the time clients wait
+// before they give up and retry (60 s for the TypeScript SDK and the inspector) and
+// the default approval hold (5 min), and short against the minutes between an agent's
+// deliberate repeats. The window is read against the store's clock as the host sees
+// it, so hosts on one store should agree on the time.
+func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
+	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
+	if !c.Derived {
+		return nil
+	}
+	prev, err := p.cfg.Store.InvocationGetLatestGeneration(ctx, store.GenerationParams{
+		Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash, CallIDBase: c.CallID,
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("runtime: call identity: %w", err)
+	}
+	if p.sameCall(c, prev, time.Now()) {
+		c.CallID = prev.CallID
+		return nil
+	}
+	c.CallID = nextGeneration(c.CallID, prev.CallID)
+	return nil
+}
+
+// sameCall applies the rule of stepIdentity to the latest generation prev.
+func (p *Pipeline) sameCall(c *call, prev *store.Invocation, now time.Time) bool {
+	switch {
+	case !prev.Status.Terminal(), prev.Status == store.StatusUncertain:
+		return true
+	case c.spec.SideEffect != SideEffectWrite:
+		return false
+	case prev.Status == store.StatusSucceeded, prev.Status == store.StatusDenied,
+		prev.EffectSentAt != nil, prev.EarlierEffectSentAt != nil:
+		return now.Sub(prev.UpdatedAt) < p.cfg.RetryWindow
+	}
+	return false
+}
+
+// nextGeneration is the call id after prev in the generations of base.
+func nextGeneration(base, prev string) string {
+	n := 0
+	if suffix, ok := strings.CutPrefix(prev, base+"-"); ok {
+		n, _ = strconv.Atoi(suffix)
+	}
+	return base + "-" + strconv.Itoa(n+1)
+}
