@@ -78,8 +78,19 @@
 // failure (mcp_tool_error); a JSON-RPC error from the server becomes a failure
 // (mcp_protocol_error); the go-sdk's own "closing"/"rejected" codes and any other error
 // (connection lost, undecodable or oversized answer, deadline) are errors, so a call
-// whose watermark is set and whose class is not safe to repeat ends UNCERTAIN. Calls made
-// after the connection is known lost fail before the watermark ([Upstream.Err]).
+// whose watermark is set and whose class is not safe to repeat ends UNCERTAIN; where
+// repeating is safe, a connection that failed under the call gives
+// unavailable/upstream_disconnected (retryable).
+//
+// Lost connections. Calls made after the connection is known lost fail before the
+// watermark, unavailable/upstream_offline (retryable), while the tools stay
+// advertised ([Upstream.Err]). The adapter reconnects by itself — the stdio command
+// started again, a new HTTP session — in one loop per server with a doubling, capped,
+// jittered wait, and then applies the catalog as for a list_changed; the reconnection
+// is logged, recorded in mcp_catalog_history (list_changed, trigger "reconnect") and
+// in the event stream (upstream_disconnected, upstream_reconnected). Close stops it.
+// A connection handed in (Options.Transport: a device) is reconnected by its owner
+// with [Upstream.Reconnect]. See reconnect.go.
 //
 // Classification. conditionally_idempotent has no idempotent_when in a server file, so
 // recovery treats it as non_idempotent. The synthetic read tool is read and idempotent

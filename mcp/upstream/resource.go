@@ -79,14 +79,14 @@ func (t *resourceTool) Execute(ctx context.Context, tc *runtime.ExecContext, arg
 	}
 	cs, err := t.up.session()
 	if err != nil {
-		return runtime.ToolResult{}, t.up.deviceErr(ctx, runtime.ReasonDeviceOffline, fmt.Errorf("%s: %w", t.spec.Name, err))
+		return runtime.ToolResult{}, t.up.offline(ctx, fmt.Errorf("%s: %w", t.spec.Name, err))
 	}
 	res, err := safeCall(ctx, func(ctx context.Context) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: a.URI})
 	})
 	if err != nil {
 		res, err := callError(ctx, t.spec.Name, "resources/read", err)
-		return res, t.up.deviceErr(ctx, runtime.ReasonDeviceDisconnected, err)
+		return res, t.up.disconnected(ctx, cs, err)
 	}
 	if res.NeedsInput() || res.InputRequests != nil {
 		return t.up.declineInput(ctx, t.spec.Name, res.InputRequests), nil
