@@ -121,6 +121,16 @@
 // unavailable/approval_pending (retryable). The retry of the same call finds the
 // approver's decision.
 //
+// # Relayed notifications (issue 15)
+//
+// While an upstream server's tool runs, its progress reaches the calling client under
+// the client's own progressToken (only when it sent one; after a hold's progress, the
+// values continue past it), and its log lines reach the calling client through
+// ServerSession.Log, so the client's logging/setLevel applies (relay.go; which line
+// belongs to which client is the adapter's rule, mcp/upstream/relay.go). Relayed
+// notifications carry _meta io.toolgen/trust external_untrusted: their text is the
+// upstream's, and none of it enters a result.
+//
 // # Transports
 //
 // [Server.HTTPHandler] serves Streamable HTTP at [Endpoint] ("/mcp") and nothing else,
@@ -138,7 +148,7 @@
 //
 // # Imports
 //
-// server imports runtime, internal/names and the go-sdk. It must never import a store
+// server imports runtime, internal/names, internal/relay and the go-sdk. It must never import a store
 // driver (runtime/store/sqlite, runtime/store/postgres), codegen, cmd, or mcp/upstream:
 // the host (cmd/toolrun) assembles the pipeline and hands it over.
 package server
