@@ -92,12 +92,17 @@
 // A connection handed in (Options.Transport: a device) is reconnected by its owner
 // with [Upstream.Reconnect]. See reconnect.go.
 //
+// Notifications. A call's upstream progress is relayed to the client that made it,
+// under that client's own token, and the server's log lines to the one client whose
+// calls are in flight when a line arrives (never to another client): relay.go. The
+// relayed text is the upstream's, untrusted, and never enters a result or an outcome.
+//
 // Classification. conditionally_idempotent has no idempotent_when in a server file, so
 // recovery treats it as non_idempotent. The synthetic read tool is read and idempotent
 // with the file's risk and scopes. Close withdraws every tool of the server (pinned
 // sessions get tool_withdrawn) without recording history: the catalog did not change.
 //
-// upstream imports runtime, runtime/store (the interface only), spec and internal/names.
-// It must never import a store driver, codegen, cmd or the MCP server package: the host
-// wires the store and the serving side.
+// upstream imports runtime, runtime/store (the interface only), spec, internal/names and
+// internal/relay. It must never import a store driver, codegen, cmd or the MCP server
+// package: the host wires the store and the serving side.
 package upstream

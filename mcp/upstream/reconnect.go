@@ -267,8 +267,10 @@ func (u *Upstream) reconnectOver(ctx context.Context, t mcp.Transport, detail ma
 	u.refreshMu.Unlock()
 	if !installed {
 		_ = cs.Close()
+		return false, err
 	}
-	return installed, err
+	u.askLogs(ctx, cs)
+	return true, err
 }
 
 // event appends a connection event of a server of the mcp domain to the event stream

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/relay"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -131,6 +132,14 @@ func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args 
 		args = json.RawMessage("{}") // never "arguments": null (a typed nil is sent as null)
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	if sink := relay.From(ctx); sink != nil { // the caller hears this call's notifications (relay.go)
+		token, untrack := t.up.track(sink)
+		defer untrack()
+		if sink.WantsProgress() {
+			params.SetProgressToken(token)
+		}
+		t.up.askLogsOf(params)
+	}
 	// Marshal first: nothing that can fail before the request is written may come after
 	// the watermark (the SDK marshals again; arguments are small, validated JSON).
 	if _, err := json.Marshal(params); err != nil {

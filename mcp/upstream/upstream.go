@@ -129,6 +129,10 @@ type Options struct {
 	// it doubles from ReconnectMin up to ReconnectMax, and a random part of up to half
 	// of it is taken off (defaults DefaultReconnectMin, DefaultReconnectMax).
 	ReconnectMin, ReconnectMax time.Duration
+	// LogLevel is the logging level asked of a server that offers logging, whose log
+	// lines are relayed to the calling client (see relay.go): an MCP level ("debug",
+	// "info", ... "emergency"), "off" to ask for none; "" is DefaultLogLevel.
+	LogLevel string
 	// ProtocolVersion is the revision asked for: "" means ProtocolLegacy; set
 	// ProtocolStateless to negotiate 2026-07-28 when the server offers it.
 	ProtocolVersion string
@@ -195,6 +199,11 @@ type Upstream struct {
 	connectedAt time.Time  // when the current session was installed (guarded by mu)
 	lostAt      time.Time  // when the connection was lost (guarded by mu)
 
+	// Calls whose clients hear the upstream's notifications (relay.go).
+	relayMu  sync.Mutex
+	calls    map[string]*inflight // by the progress token sent upstream
+	relaySeq uint64
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -240,7 +249,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		opts: opts, id: s.ServerID, domain: opts.Domain, log: log, ctx: uctx, cancel: cancel,
 		changed: make(chan struct{}, 1),
 		tools:   map[string]*entry{}, genCh: make(chan struct{}), triggers: map[string]bool{},
-		clock: opts.clock,
+		clock: opts.clock, calls: map[string]*inflight{},
 	}
 	if u.clock == nil {
 		u.clock = realClock{}
@@ -262,6 +271,9 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		MultiRoundTrip:           &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { u.signal("notifications/tools/list_changed") },
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { u.signal("notifications/prompts/list_changed") },
+		// Relayed to the calling client (relay.go).
+		ProgressNotificationHandler: u.onProgress,
+		LoggingMessageHandler:       u.onLog,
 	})
 	u.client.AddReceivingMiddleware(u.refuseServerRequests)
 
@@ -287,6 +299,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		_ = u.Close()
 		return nil, err
 	}
+	u.askLogs(ctx, cs)
 	u.wg.Add(2)
 	go u.refresher()
 	go u.watch(cs)
@@ -323,6 +336,12 @@ func checkOptions(o *Options) error {
 	}
 	if o.RefreshDebounce <= 0 {
 		o.RefreshDebounce = DefaultRefreshDebounce
+	}
+	switch {
+	case o.LogLevel == "":
+		o.LogLevel = DefaultLogLevel
+	case o.LogLevel != "off" && !knownLevel(o.LogLevel):
+		return fmt.Errorf("upstream: Options.LogLevel %q: want an MCP logging level or \"off\"", o.LogLevel)
 	}
 	if o.ReconnectMin <= 0 {
 		o.ReconnectMin = DefaultReconnectMin
