@@ -60,7 +60,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
 		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
-	return toResult(o, id), nil
+	res := toResult(o, id)
+	s.honourOutputSchema(ctx, res, o, runtime.SessionKey{Tenant: principal.Tenant, ID: id.SessionID}, tool) // output.go
+	return res, nil
 }
 
 // principalOf is the caller of a request: its verified identity, or the operator's
