@@ -74,7 +74,9 @@
 // the artifact writer and replaced by a one-line placeholder naming the artifact;
 // resource links become placeholders. structuredContent becomes Structured only when the
 // tool declares an output schema (the pipeline validates it: a server breaking its own
-// schema gets invalid_result); otherwise it is returned as JSON text. isError becomes a
+// schema gets invalid_result), passed through unchanged, so the gateway can advertise
+// the server's schema (mcp/server output.go); otherwise it is returned as JSON text.
+// isError becomes a
 // failure (mcp_tool_error); a JSON-RPC error from the server becomes a failure
 // (mcp_protocol_error); the go-sdk's own "closing"/"rejected" codes and any other error
 // (connection lost, undecodable or oversized answer, deadline) are errors, so a call
