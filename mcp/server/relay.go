@@ -43,14 +43,16 @@ type callRelay struct {
 
 	holdOnce sync.Once // closes hold
 
-	mu      sync.Mutex
-	closed  bool
-	relayed bool     // upstream progress began: the hold is over
-	base    float64  // the hold's last progress when the upstream's began
-	last    float64  // the last progress value queued
-	out     chan any // *mcp.ProgressNotificationParams or *mcp.LoggingMessageParams
-	done    chan struct{}
-	dropped int
+	mu       sync.Mutex
+	closed   bool
+	holdOver bool     // something was relayed: the hold is over, its sender is closing
+	relayed  bool     // upstream progress began
+	base     float64  // the last progress sent when the upstream's began
+	sent     bool     // a progress notification went out under the token (the hold's included)
+	last     float64  // the last progress value sent
+	out      chan any // *mcp.ProgressNotificationParams or *mcp.LoggingMessageParams
+	done     chan struct{}
+	dropped  int
 }
 
 func (s *Server) newCallRelay(ctx context.Context, ss *mcp.ServerSession, token any) *callRelay {
@@ -73,12 +75,12 @@ func (r *callRelay) attach(ctx context.Context) context.Context {
 func (r *callRelay) observeHold(waited, bound time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.relayed {
+	if r.closed || r.holdOver {
 		return
 	}
 	r.hold.observe(waited, bound)
 	if r.hold.sent {
-		r.last = r.hold.last.Seconds()
+		r.sent, r.last = true, r.hold.last.Seconds()
 	}
 }
 
@@ -106,7 +108,7 @@ func (r *callRelay) Progress(progress, total float64, message string) {
 		r.relayed, r.base = true, r.last
 	}
 	v := r.base + progress
-	if !(v > r.last) {
+	if r.sent && !(v > r.last) {
 		return
 	}
 	p := &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: v, Message: message, Meta: untrustedMeta()}
@@ -114,7 +116,7 @@ func (r *callRelay) Progress(progress, total float64, message string) {
 		p.Total = r.base + total
 	}
 	if r.queue(p) {
-		r.last = v
+		r.sent, r.last = true, v
 	}
 }
 
@@ -132,6 +134,7 @@ func (r *callRelay) Log(level, logger string, data any) {
 // r.mu is held.
 func (r *callRelay) queue(n any) bool {
 	if r.out == nil {
+		r.holdOver = true // the sender closes the hold first
 		r.out, r.done = make(chan any, relayBuffer), make(chan struct{})
 		go r.send(r.out, r.done)
 	}

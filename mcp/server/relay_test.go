@@ -88,9 +88,10 @@ func (n *notes) await(t *testing.T, p, l int) ([]*mcp.ProgressNotificationParams
 	}
 }
 
-// emitAll is what the upstream reports: progress (one repeated value among it) and log
-// lines of two levels.
+// emitAll is what the upstream reports: progress from 0 (one repeated value among it)
+// and log lines of two levels.
 func emitAll(_ context.Context, s relay.Sink) {
+	s.Progress(0, 3, "zero")
 	s.Progress(1, 3, "one")
 	s.Progress(1, 3, "again") // does not increase: dropped
 	s.Progress(2, 3, "")
@@ -144,7 +145,7 @@ func TestRelay_ProgressAndLogs(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("call: %v %s", err, dump(res))
 			}
-			progress, logs := n.await(t, 3, 1)
+			progress, logs := n.await(t, 4, 1)
 			var values []float64
 			for _, p := range progress {
 				if p.ProgressToken != "client-token-7" {
@@ -155,8 +156,8 @@ func TestRelay_ProgressAndLogs(t *testing.T) {
 				}
 				values = append(values, p.Progress)
 			}
-			if !slices.Equal(values, []float64{1, 2, 3}) || progress[0].Message != "one" || progress[2].Total != 3 {
-				t.Fatalf("progress %s, want 1, 2, 3 of 3", dump(progress))
+			if !slices.Equal(values, []float64{0, 1, 2, 3}) || progress[1].Message != "one" || progress[3].Total != 3 {
+				t.Fatalf("progress %s, want 0, 1, 2, 3 of 3", dump(progress))
 			}
 			if len(logs) != 1 || logs[0].Level != "warning" || logs[0].Logger != "mcp.up" || logs[0].Meta[server.MetaTrust] != string(runtime.TrustExternalUntrusted) {
 				t.Fatalf("logs %s, want the warning only (level info), labelled external_untrusted", dump(logs))
