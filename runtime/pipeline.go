@@ -885,7 +885,8 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 			// The effect may have been sent and a retry is not safe: a person decides.
 			return NewOutcome(ReasonEffectMayHaveHappened, c.CallID).WithExternalDetail(execErr.Error())
 		case unavailable && names.Reserved(c.spec.Name):
-			// DEV-3: the device is offline, or went away mid-call with no effect in doubt.
+			// DEV-3: the device (or upstream server) is offline, or went away mid-call with
+			// no effect in doubt.
 			return NewOutcome(reason, c.CallID).WithExternalDetail(execErr.Error())
 		case errors.Is(execErr, context.DeadlineExceeded):
 			return NewOutcome(ReasonTimeout, c.CallID)

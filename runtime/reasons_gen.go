@@ -154,6 +154,16 @@ const (
 	// (status denied, retryable false)
 	ReasonUnknownTool ReasonCode = "unknown_tool"
 
+	// The connection to the MCP server that provides this tool was lost during the call.
+	// Repeating the call is safe.
+	// (status unavailable, retryable true)
+	ReasonUpstreamDisconnected ReasonCode = "upstream_disconnected"
+
+	// The MCP server that provides this tool is not connected, so the call did not run. The
+	// platform is reconnecting to it; repeat the call later.
+	// (status unavailable, retryable true)
+	ReasonUpstreamOffline ReasonCode = "upstream_offline"
+
 	// The platform could not record that the effect was about to be sent, so the effect was not
 	// sent.
 	// (status unavailable, retryable true)
@@ -194,5 +204,7 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonToolWithdrawn:         {status: OutcomeUnavailable, retryable: false, message: "This tool was withdrawn by its provider after the session started and cannot be called in this session."},
 	ReasonUncertainRepeat:       {status: OutcomeDenied, retryable: false, message: "An identical call in this run may already have taken effect and is waiting for a person to review it, so it is not run again."},
 	ReasonUnknownTool:           {status: OutcomeDenied, retryable: false, message: "The requested tool is not in this session's tool catalog. Call only tools the catalog lists."},
+	ReasonUpstreamDisconnected:  {status: OutcomeUnavailable, retryable: true, message: "The connection to the MCP server that provides this tool was lost during the call. Repeating the call is safe."},
+	ReasonUpstreamOffline:       {status: OutcomeUnavailable, retryable: true, message: "The MCP server that provides this tool is not connected, so the call did not run. The platform is reconnecting to it; repeat the call later."},
 	ReasonWatermarkFailed:       {status: OutcomeUnavailable, retryable: true, message: "The platform could not record that the effect was about to be sent, so the effect was not sent."},
 }

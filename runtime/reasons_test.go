@@ -159,6 +159,8 @@ func TestReasonTable_Contract(t *testing.T) {
 		ReasonInputRequestDeclined:  {OutcomeFailed, false},
 		ReasonDeviceDisconnected:    {OutcomeUnavailable, true},
 		ReasonDeviceOffline:         {OutcomeUnavailable, true},
+		ReasonUpstreamDisconnected:  {OutcomeUnavailable, true},
+		ReasonUpstreamOffline:       {OutcomeUnavailable, true},
 		ReasonNotSuspended:          {OutcomeDenied, false},
 		ReasonResumeInvalid:         {OutcomeDenied, false},
 		ReasonInternalError:         {OutcomeFailed, false},

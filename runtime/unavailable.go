@@ -5,7 +5,9 @@ import "errors"
 // UnavailableError is what an adapter's tool (one in a reserved domain: mcp, device)
 // returns when the call could not run, or was cut off, for a reason outside the call
 // that has its own reason code: the device that serves the tool is offline
-// (ReasonDeviceOffline), or it disconnected during the call (ReasonDeviceDisconnected).
+// (ReasonDeviceOffline), or it disconnected during the call (ReasonDeviceDisconnected);
+// the upstream MCP server is not connected (ReasonUpstreamOffline), or its connection
+// was lost during the call (ReasonUpstreamDisconnected).
 //
 // The pipeline reports Reason only where no effect is in doubt: a call whose watermark
 // is set and whose class is not safe to repeat ends effect_may_have_happened, whatever
@@ -28,8 +30,10 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // adapterUnavailableReasons are the reasons an adapter may claim with UnavailableError.
 var adapterUnavailableReasons = map[ReasonCode]bool{
-	ReasonDeviceOffline:      true,
-	ReasonDeviceDisconnected: true,
+	ReasonDeviceOffline:        true,
+	ReasonDeviceDisconnected:   true,
+	ReasonUpstreamOffline:      true,
+	ReasonUpstreamDisconnected: true,
 }
 
 // adapterUnavailable returns the reason err claims, if an adapter may claim it.

@@ -74,7 +74,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
 		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
-	return toResult(o, id), nil
+	res := toResult(o, id)
+	s.honourOutputSchema(ctx, res, o, runtime.SessionKey{Tenant: principal.Tenant, ID: id.SessionID}, tool) // output.go
+	return res, nil
 }
 
 // principalOf is the caller of a request: its verified identity, or the operator's
@@ -92,13 +94,14 @@ func (s *Server) principalOf(extra *mcp.RequestExtra) (runtime.Principal, error)
 }
 
 // execute runs the call through the pipeline, reporting an approval hold as progress
-// when the client gave a progress token. Every notification is written before it
-// returns (or panics), so none follows the result.
+// when the client gave a progress token, and relaying what an upstream server reports
+// about the call (relay.go). Every notification is written before it returns (or
+// panics), so none follows the result.
 func (s *Server) execute(ctx context.Context, ss *mcp.ServerSession, token any, call runtime.Call) (runtime.Outcome, error) {
-	if token != nil && ss != nil {
-		progress := s.newHoldProgress(ctx, ss, token)
-		defer progress.close()
-		ctx = runtime.WithHoldObserver(ctx, progress.observe)
+	if ss != nil {
+		r := s.newCallRelay(ctx, ss, token)
+		defer r.close()
+		ctx = r.attach(ctx)
 	}
 	return s.opts.Pipeline.Execute(ctx, call)
 }

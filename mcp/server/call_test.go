@@ -266,16 +266,18 @@ func TestCall_ToolFailureDetail(t *testing.T) {
 }
 
 // Over its output budget, a result keeps an excerpt and artifact references:
-// structuredContent is absent, never a cut JSON.
-func TestCall_ExcerptedResultHasNoStructuredContent(t *testing.T) {
+// structuredContent is the elided stand-in naming them (output.go), never a cut JSON.
+func TestCall_ExcerptedResultIsElided(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	cs := e.connectMemory("", nil)
 	res := call(t, cs, "demo__big", map[string]any{}, nil)
 	if res.IsError {
 		t.Fatalf("demo__big: %s", dump(res))
 	}
-	if res.StructuredContent != nil {
-		t.Errorf("structuredContent = %v, want none", res.StructuredContent)
+	sc, _ := res.StructuredContent.(map[string]any)
+	el, _ := sc[server.ElidedKey].(map[string]any)
+	if len(sc) != 1 || el == nil || len(el["artifacts"].([]any)) == 0 {
+		t.Errorf("structuredContent = %v, want only the elided stand-in with the artifacts", res.StructuredContent)
 	}
 	arts, _ := res.Meta[server.MetaArtifacts].([]any)
 	if len(arts) == 0 {

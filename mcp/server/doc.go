@@ -100,14 +100,15 @@
 // internal text. A success carries the tool's content items as text and, as
 // structuredContent, the tool's structured result when the pipeline kept it whole and it
 // is a JSON object. An over-budget result (RT-9) has its structured value moved to an
-// artifact by the pipeline: structuredContent is then absent — never a cut JSON
-// pretending to be whole — and the artifact references are in _meta
-// io.toolgen/artifacts. Because MCP requires structuredContent from a tool that
-// declares an outputSchema, outputSchema is advertised only for tools whose results can
-// never be excerpted (no output budget), are not suspending control tools, and whose
-// output schema is an object; otherwise the schema is in the tool's _meta
-// io.toolgen/output_schema. A suspended control call (RT-11) is a success whose text
-// says the run waits for input, with the resume token in _meta io.toolgen/suspended.
+// artifact by the pipeline — never a cut JSON pretending to be whole — and the artifact
+// references are in _meta io.toolgen/artifacts. A tool whose output schema is an object
+// advertises outputSchema as {"type":"object","anyOf":[its schema, the elided stand-in,
+// the six-field outcome]}, and every result of it conforms: its value, or
+// structuredContent {"io.toolgen/elided":{"artifacts":[...]}} when the value is not
+// inline, or the outcome of an isError result (output.go); other output schemas stay in
+// the tool's _meta io.toolgen/output_schema. A suspended control call (RT-11) is a
+// success whose text says the run waits for input, with the resume token in _meta
+// io.toolgen/suspended.
 // Every result's _meta echoes the ids the call ran under (io.toolgen/session_id, run_id,
 // step, call_id) and its io.toolgen/status; io.toolgen/replayed marks a recorded
 // outcome returned by step 8.
@@ -120,6 +121,16 @@
 // approval"), so a client sees the call is alive; past the bound it ends
 // unavailable/approval_pending (retryable). The retry of the same call finds the
 // approver's decision.
+//
+// # Relayed notifications (issue 15)
+//
+// While an upstream server's tool runs, its progress reaches the calling client under
+// the client's own progressToken (only when it sent one; after a hold's progress, the
+// values continue past it), and its log lines reach the calling client through
+// ServerSession.Log, so the client's logging/setLevel applies (relay.go; which line
+// belongs to which client is the adapter's rule, mcp/upstream/relay.go). Relayed
+// notifications carry _meta io.toolgen/trust external_untrusted: their text is the
+// upstream's, and none of it enters a result.
 //
 // # Transports
 //
@@ -173,7 +184,7 @@
 //
 // # Imports
 //
-// server imports runtime, internal/names and the go-sdk. It must never import a store
+// server imports runtime, internal/names, internal/relay and the go-sdk. It must never import a store
 // driver (runtime/store/sqlite, runtime/store/postgres), codegen, cmd, or mcp/upstream:
 // the host (cmd/toolrun) assembles the pipeline and hands it over.
 package server

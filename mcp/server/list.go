@@ -190,29 +190,14 @@ func (s *Server) wireTool(spec *runtime.ToolSpec) *mcp.Tool {
 		t.Annotations.OpenWorldHint = &open
 	}
 	if out := bytes.TrimSpace(spec.OutputSchema); len(out) > 0 && json.Valid(out) {
-		if advertiseOutputSchema(spec) {
-			t.OutputSchema = json.RawMessage(out)
+		if adv, why := advertisedOutputSchema(spec); adv != nil {
+			t.OutputSchema = adv
 		} else {
 			meta[MetaOutputSchema] = json.RawMessage(out)
+			s.log.Debug("mcp/server: output schema not advertised, kept in _meta", "tool", spec.Name, "why", why)
 		}
 	}
 	return t
-}
-
-// advertiseOutputSchema reports whether every success of the tool carries its whole
-// structured result, as MCP requires of a tool that declares an outputSchema: no output
-// budget (an excerpted result has none, RT-9), not a suspending control tool (its reply
-// is not its result, RT-11), and an object schema (structuredContent is an object).
-func advertiseOutputSchema(spec *runtime.ToolSpec) bool {
-	if spec.OutputMaxBytes > 0 || spec.Suspends {
-		return false
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(spec.OutputSchema, &m) != nil {
-		return false
-	}
-	var typ string
-	return json.Unmarshal(m["type"], &typ) == nil && typ == "object"
 }
 
 // objectSchema returns the input schema to advertise: raw when its top-level type is

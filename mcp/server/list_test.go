@@ -94,8 +94,8 @@ func TestList_Pagination(t *testing.T) {
 	}
 }
 
-// Schemas: a schema without a type is listed as an object; output schemas are advertised
-// only where every success carries the whole structured result.
+// Schemas: a schema without a type is listed as an object; object output schemas are
+// advertised, wrapped so that an excerpted result's stand-in conforms too (output.go).
 func TestList_Schemas(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	cs := e.connectMemory("", nil)
@@ -111,12 +111,14 @@ func TestList_Schemas(t *testing.T) {
 	if ns["type"] != "object" || ns["properties"] == nil {
 		t.Errorf("demo__noschema schema = %v, want its properties with type object", ns)
 	}
-	if byName["demo__read"].OutputSchema == nil {
-		t.Error("demo__read (no output budget) does not advertise its outputSchema")
+	for _, name := range []string{"demo__read", "demo__big"} {
+		out, _ := byName[name].OutputSchema.(map[string]any)
+		if any, _ := out["anyOf"].([]any); out["type"] != "object" || len(any) != 3 {
+			t.Errorf("%s outputSchema %v, want the object wrapper of the declared schema, the elided stand-in and the outcome shape", name, out)
+		}
 	}
-	big := byName["demo__big"]
-	if big.OutputSchema != nil || big.Meta[server.MetaOutputSchema] == nil {
-		t.Errorf("demo__big (output budget): outputSchema %v, _meta schema %v; want none and the _meta copy", big.OutputSchema, big.Meta[server.MetaOutputSchema])
+	if ns := byName["demo__noschema"]; ns.OutputSchema != nil || ns.Meta[server.MetaOutputSchema] != nil {
+		t.Errorf("demo__noschema declares no output schema: outputSchema %v, _meta %v", ns.OutputSchema, ns.Meta[server.MetaOutputSchema])
 	}
 	ws := byName["workspace__list"]
 	if !ws.Annotations.ReadOnlyHint || !ws.Annotations.IdempotentHint {

@@ -74,19 +74,37 @@
 // the artifact writer and replaced by a one-line placeholder naming the artifact;
 // resource links become placeholders. structuredContent becomes Structured only when the
 // tool declares an output schema (the pipeline validates it: a server breaking its own
-// schema gets invalid_result); otherwise it is returned as JSON text. isError becomes a
+// schema gets invalid_result), passed through unchanged, so the gateway can advertise
+// the server's schema (mcp/server output.go); otherwise it is returned as JSON text.
+// isError becomes a
 // failure (mcp_tool_error); a JSON-RPC error from the server becomes a failure
 // (mcp_protocol_error); the go-sdk's own "closing"/"rejected" codes and any other error
 // (connection lost, undecodable or oversized answer, deadline) are errors, so a call
-// whose watermark is set and whose class is not safe to repeat ends UNCERTAIN. Calls made
-// after the connection is known lost fail before the watermark ([Upstream.Err]).
+// whose watermark is set and whose class is not safe to repeat ends UNCERTAIN; where
+// repeating is safe, a connection that failed under the call gives
+// unavailable/upstream_disconnected (retryable).
+//
+// Lost connections. Calls made after the connection is known lost fail before the
+// watermark, unavailable/upstream_offline (retryable), while the tools stay
+// advertised ([Upstream.Err]). The adapter reconnects by itself — the stdio command
+// started again, a new HTTP session — in one loop per server with a doubling, capped,
+// jittered wait, and then applies the catalog as for a list_changed; the reconnection
+// is logged, recorded in mcp_catalog_history (list_changed, trigger "reconnect") and
+// in the event stream (upstream_disconnected, upstream_reconnected). Close stops it.
+// A connection handed in (Options.Transport: a device) is reconnected by its owner
+// with [Upstream.Reconnect]. See reconnect.go.
+//
+// Notifications. A call's upstream progress is relayed to the client that made it,
+// under that client's own token, and the server's log lines to the one client whose
+// calls are in flight when a line arrives (never to another client): relay.go. The
+// relayed text is the upstream's, untrusted, and never enters a result or an outcome.
 //
 // Classification. conditionally_idempotent has no idempotent_when in a server file, so
 // recovery treats it as non_idempotent. The synthetic read tool is read and idempotent
 // with the file's risk and scopes. Close withdraws every tool of the server (pinned
 // sessions get tool_withdrawn) without recording history: the catalog did not change.
 //
-// upstream imports runtime, runtime/store (the interface only), spec and internal/names.
-// It must never import a store driver, codegen, cmd or the MCP server package: the host
-// wires the store and the serving side.
+// upstream imports runtime, runtime/store (the interface only), spec, internal/names and
+// internal/relay. It must never import a store driver, codegen, cmd or the MCP server
+// package: the host wires the store and the serving side.
 package upstream

@@ -3,6 +3,9 @@ package upstream
 import (
 	"context"
 	"io"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SetStdioTap makes the stdio transport copy every byte written to the server to w.
@@ -31,3 +34,20 @@ func WaitRefresh(ctx context.Context, u *Upstream, after uint64) error {
 		}
 	}
 }
+
+// SetStdioStarted makes the stdio transport tell f the pid of every server it starts.
+func SetStdioStarted(o *Options, f func(pid int)) { o.stdioStarted = f }
+
+// SetClock gives the reconnection loop c as its clock.
+func SetClock(o *Options, c interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}) {
+	o.clock = c
+}
+
+// SetDialer makes the reconnection loop connect with f (also with Options.Transport).
+func SetDialer(o *Options, f func() (mcp.Transport, error)) { o.dialer = f }
+
+// Backoff is the wait before a reconnection attempt at level.
+func Backoff(level int, min, max time.Duration) time.Duration { return backoff(level, min, max) }

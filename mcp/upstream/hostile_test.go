@@ -502,12 +502,14 @@ func TestHostile_StructuredAndImages(t *testing.T) {
 // TestHostile_Stdio runs the hostile server as a subprocess (the test binary itself):
 // the initialize request on the wire advertises nothing; a 20 MB message passes (the
 // SDK's command transport would cap it at 16 MiB); a server that exits mid-call leaves
-// a non-idempotent call UNCERTAIN and an idempotent one failed, and later calls fail
-// before any watermark.
+// a non-idempotent call UNCERTAIN and an idempotent one unavailable (retryable), and
+// later calls fail before any watermark (reconnection is off here; see
+// reconnect_test.go).
 func TestHostile_Stdio(t *testing.T) {
 	e := newEnv(t)
 	w := &wire{}
-	opts := upstream.Options{Server: hostileStdio(t, hostileID, "write", "non_idempotent", "low"), Registry: e.reg, Store: e.store, Logger: testLogger(t)}
+	opts := upstream.Options{Server: hostileStdio(t, hostileID, "write", "non_idempotent", "low"), Registry: e.reg, Store: e.store, Logger: testLogger(t),
+		NoReconnect: true}
 	upstream.SetStdioTap(&opts, w)
 	u, err := upstream.Connect(e.ctx, opts)
 	if err != nil {
@@ -528,7 +530,7 @@ func TestHostile_Stdio(t *testing.T) {
 	}
 	waitFor(t, "the adapter to notice the lost connection", func() bool { return errors.Is(u.Err(), upstream.ErrConnectionLost) })
 	o := e.call("s1", hname(hostile.ToolEcho), `{}`)
-	wantOutcome(t, o, runtime.OutcomeFailed, runtime.ReasonToolError)
+	wantOutcome(t, o, runtime.OutcomeUnavailable, runtime.ReasonUpstreamOffline)
 	if !strings.Contains(o.ExternalDetail.Text, "connection to the server was lost") {
 		t.Fatalf("detail %q", o.ExternalDetail.Text)
 	}
@@ -541,5 +543,5 @@ func TestHostile_Stdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	wantOutcome(t, e.call("s2", "mcp.hostile_ro.die", `{}`), runtime.OutcomeFailed, runtime.ReasonToolError)
+	wantOutcome(t, e.call("s2", "mcp.hostile_ro.die", `{}`), runtime.OutcomeUnavailable, runtime.ReasonUpstreamDisconnected)
 }

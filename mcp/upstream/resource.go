@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/relay"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -79,14 +80,22 @@ func (t *resourceTool) Execute(ctx context.Context, tc *runtime.ExecContext, arg
 	}
 	cs, err := t.up.session()
 	if err != nil {
-		return runtime.ToolResult{}, t.up.deviceErr(ctx, runtime.ReasonDeviceOffline, fmt.Errorf("%s: %w", t.spec.Name, err))
+		return runtime.ToolResult{}, t.up.offline(ctx, fmt.Errorf("%s: %w", t.spec.Name, err))
+	}
+	params := &mcp.ReadResourceParams{URI: a.URI}
+	if sink := relay.From(ctx); sink != nil { // the caller hears this read's notifications (relay.go)
+		token, untrack := t.up.track(sink)
+		defer untrack()
+		if sink.WantsProgress() {
+			params.SetProgressToken(token)
+		}
 	}
 	res, err := safeCall(ctx, func(ctx context.Context) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: a.URI})
+		return cs.ReadResource(ctx, params)
 	})
 	if err != nil {
 		res, err := callError(ctx, t.spec.Name, "resources/read", err)
-		return res, t.up.deviceErr(ctx, runtime.ReasonDeviceDisconnected, err)
+		return res, t.up.disconnected(ctx, cs, err)
 	}
 	if res.NeedsInput() || res.InputRequests != nil {
 		return t.up.declineInput(ctx, t.spec.Name, res.InputRequests), nil

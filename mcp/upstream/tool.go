@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/relay"
 	"github.com/toolgen/toolgen/runtime"
 )
 
@@ -125,12 +126,20 @@ func (t *remoteTool) Spec() *runtime.ToolSpec { return t.spec }
 func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
 	cs, err := t.up.session()
 	if err != nil {
-		return runtime.ToolResult{}, t.up.deviceErr(ctx, runtime.ReasonDeviceOffline, fmt.Errorf("%s: %w", t.spec.Name, err))
+		return runtime.ToolResult{}, t.up.offline(ctx, fmt.Errorf("%s: %w", t.spec.Name, err))
 	}
 	if a := bytes.TrimSpace(args); len(a) == 0 || bytes.Equal(a, []byte("null")) {
 		args = json.RawMessage("{}") // never "arguments": null (a typed nil is sent as null)
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	if sink := relay.From(ctx); sink != nil { // the caller hears this call's notifications (relay.go)
+		token, untrack := t.up.track(sink)
+		defer untrack()
+		if sink.WantsProgress() {
+			params.SetProgressToken(token)
+		}
+		t.up.askLogsOf(params)
+	}
 	// Marshal first: nothing that can fail before the request is written may come after
 	// the watermark (the SDK marshals again; arguments are small, validated JSON).
 	if _, err := json.Marshal(params); err != nil {
@@ -148,7 +157,7 @@ func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args 
 	})
 	if err != nil {
 		res, err := callError(ctx, t.spec.Name, "tools/call", err)
-		return res, t.up.deviceErr(ctx, runtime.ReasonDeviceDisconnected, err)
+		return res, t.up.disconnected(ctx, cs, err)
 	}
 	if res.NeedsInput() || res.InputRequests != nil {
 		return t.up.declineInput(ctx, t.spec.Name, res.InputRequests), nil
@@ -192,16 +201,6 @@ func callError(ctx context.Context, tool, method string, err error) (runtime.Too
 		}}, nil
 	}
 	return runtime.ToolResult{}, fmt.Errorf("%s: %s: %w", tool, method, err)
-}
-
-// deviceErr gives a device's transport error its reason (DEV-3): reason wraps err in
-// the device domain, unless the call's own deadline or cancellation stopped it (those
-// keep their meaning: timeout, canceled). Elsewhere err is returned as it is.
-func (u *Upstream) deviceErr(ctx context.Context, reason runtime.ReasonCode, err error) error {
-	if err == nil || u.domain != DeviceDomain || ctx.Err() != nil {
-		return err
-	}
-	return &runtime.UnavailableError{Reason: reason, Err: err}
 }
 
 // localWireCodes are the go-sdk's own JSON-RPC error codes for a call that could not be

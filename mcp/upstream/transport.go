@@ -40,7 +40,8 @@ type stdioTransport struct {
 	env     map[string]string
 	stderr  io.Writer
 	maxLine int
-	tap     io.Writer // tests: a copy of every byte written to the server
+	tap     io.Writer     // tests: a copy of every byte written to the server
+	started func(pid int) // tests: told the pid of the server started
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -57,6 +58,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %s: %w", t.command, err)
+	}
+	if t.started != nil {
+		t.started(cmd.Process.Pid)
 	}
 	w := &procWriter{cmd: cmd, stdin: stdin, tap: t.tap}
 	return (&mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: w, MaxLineLength: t.maxLine}).Connect(ctx)

@@ -39,6 +39,8 @@ const (
 	DefaultOutputMaxBytes  = 65536
 	DefaultRefreshDebounce = 100 * time.Millisecond
 	DefaultConnectTimeout  = 60 * time.Second
+	DefaultReconnectMin    = 500 * time.Millisecond
+	DefaultReconnectMax    = 30 * time.Second
 	refreshTimeout         = 30 * time.Second
 	maxListPages           = 1000
 	maxListedItems         = 10000
@@ -115,9 +117,22 @@ type Options struct {
 	// later refresh the catalog stays as it was. The device gateway uses it for
 	// allow_tools and to refuse a device that names a tool outside its namespace.
 	CheckTools func(ctx context.Context, tools []*mcp.Tool) ([]*mcp.Tool, error)
-	// OnConnectionLost, when set, is called once when the connection ends on its own
+	// OnConnectionLost, when set, is called each time the connection ends on its own
 	// (not by Close), with the reason.
 	OnConnectionLost func(err error)
+	// NoReconnect turns off the automatic reconnection of a server whose connection
+	// ends on its own (see [Upstream.Err]). It is off anyway with Options.Transport: a
+	// connection handed in cannot be made again here; its owner calls
+	// [Upstream.Reconnect] (the device gateway does when the device dials again).
+	NoReconnect bool
+	// ReconnectMin and ReconnectMax bound the wait before each reconnection attempt:
+	// it doubles from ReconnectMin up to ReconnectMax, and a random part of up to half
+	// of it is taken off (defaults DefaultReconnectMin, DefaultReconnectMax).
+	ReconnectMin, ReconnectMax time.Duration
+	// LogLevel is the logging level asked of a server that offers logging, whose log
+	// lines are relayed to the calling client (see relay.go): an MCP level ("debug",
+	// "info", ... "emergency"), "off" to ask for none; "" is DefaultLogLevel.
+	LogLevel string
 	// ProtocolVersion is the revision asked for: "" means ProtocolLegacy; set
 	// ProtocolStateless to negotiate 2026-07-28 when the server offers it.
 	ProtocolVersion string
@@ -139,7 +154,10 @@ type Options struct {
 	// DefaultRefreshDebounce).
 	RefreshDebounce time.Duration
 
-	stdioTap io.Writer // tests: copy of what is written to a stdio server
+	stdioTap     io.Writer                     // tests: copy of what is written to a stdio server
+	stdioStarted func(pid int)                 // tests: told the pid of every stdio server started
+	clock        clock                         // tests: the reconnection loop's clock (nil: the real one)
+	dialer       func() (mcp.Transport, error) // tests: how the loop reconnects (nil: the file's transport)
 }
 
 // Upstream is one connected upstream MCP server whose tools are registered in the
@@ -170,6 +188,21 @@ type Upstream struct {
 	quietAt   time.Time       // when a no-difference list_changed was last recorded
 	gen       uint64
 	genCh     chan struct{} // closed and replaced when gen increases
+
+	// Reconnection (reconnect.go).
+	dial        func() (mcp.Transport, error) // a new transport to the file's server; nil: no automatic reconnection
+	clock       clock
+	reconnectMu sync.Mutex // serializes reconnections (the loop's and Reconnect's)
+	loop        uint64     // the id of the running reconnection loop; 0: none (guarded by mu)
+	loops       uint64     // loop ids handed out (guarded by mu)
+	level       int        // backoff level of the next loop's first attempt (guarded by mu)
+	connectedAt time.Time  // when the current session was installed (guarded by mu)
+	lostAt      time.Time  // when the connection was lost (guarded by mu)
+
+	// Calls whose clients hear the upstream's notifications (relay.go).
+	relayMu  sync.Mutex
+	calls    map[string]*inflight // by the progress token sent upstream
+	relaySeq uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -216,6 +249,17 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		opts: opts, id: s.ServerID, domain: opts.Domain, log: log, ctx: uctx, cancel: cancel,
 		changed: make(chan struct{}, 1),
 		tools:   map[string]*entry{}, genCh: make(chan struct{}), triggers: map[string]bool{},
+		clock: opts.clock, calls: map[string]*inflight{},
+	}
+	if u.clock == nil {
+		u.clock = realClock{}
+	}
+	switch {
+	case opts.NoReconnect:
+	case opts.dialer != nil:
+		u.dial = opts.dialer
+	case opts.Transport == nil:
+		u.dial = func() (mcp.Transport, error) { return buildTransport(&u.opts) }
 	}
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolgen", Version: "v0.1.0"}, &mcp.ClientOptions{
 		Logger: log,
@@ -227,6 +271,9 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		MultiRoundTrip:           &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { u.signal("notifications/tools/list_changed") },
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { u.signal("notifications/prompts/list_changed") },
+		// Relayed to the calling client (relay.go).
+		ProgressNotificationHandler: u.onProgress,
+		LoggingMessageHandler:       u.onLog,
 	})
 	u.client.AddReceivingMiddleware(u.refuseServerRequests)
 
@@ -241,6 +288,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 	}
 	u.cs = cs
 	u.protocol = negotiated(cs)
+	u.connectedAt = u.clock.Now()
 	log.Info("upstream connected", "protocol", u.protocol, "transport", transportKind(&opts))
 
 	if err := u.loadHistory(ctx); err != nil {
@@ -251,6 +299,7 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		_ = u.Close()
 		return nil, err
 	}
+	u.askLogs(ctx, cs)
 	u.wg.Add(2)
 	go u.refresher()
 	go u.watch(cs)
@@ -288,6 +337,19 @@ func checkOptions(o *Options) error {
 	if o.RefreshDebounce <= 0 {
 		o.RefreshDebounce = DefaultRefreshDebounce
 	}
+	switch {
+	case o.LogLevel == "":
+		o.LogLevel = DefaultLogLevel
+	case o.LogLevel != "off" && !knownLevel(o.LogLevel):
+		return fmt.Errorf("upstream: Options.LogLevel %q: want an MCP logging level or \"off\"", o.LogLevel)
+	}
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = DefaultReconnectMin
+	}
+	if o.ReconnectMax <= 0 {
+		o.ReconnectMax = DefaultReconnectMax
+	}
+	o.ReconnectMax = max(o.ReconnectMax, o.ReconnectMin)
 	switch s.ConfiguredBy {
 	case "operator":
 		if o.Transport == nil && s.HTTP == nil && s.Stdio == nil {
@@ -356,7 +418,7 @@ func buildTransport(o *Options) (mcp.Transport, error) {
 		}
 		return &stdioTransport{
 			command: s.Stdio.Command, args: s.Stdio.Args, env: s.Stdio.Env,
-			stderr: o.Stderr, maxLine: o.MaxMessageBytes, tap: o.stdioTap,
+			stderr: o.Stderr, maxLine: o.MaxMessageBytes, tap: o.stdioTap, started: o.stdioStarted,
 		}, nil
 	default:
 		client := o.HTTPClient
@@ -406,80 +468,6 @@ func (u *Upstream) current() *mcp.ClientSession {
 	return u.cs
 }
 
-// watch waits for the end of the session cs; if it ended on its own while it was the
-// current session, calls fail from now on (ErrConnectionLost) and OnConnectionLost hears it.
-func (u *Upstream) watch(cs *mcp.ClientSession) {
-	defer u.wg.Done()
-	err := cs.Wait()
-	u.mu.Lock()
-	current := u.cs == cs && !u.closed
-	if current {
-		u.lost = fmt.Errorf("%w (%v)", ErrConnectionLost, err)
-	}
-	u.mu.Unlock()
-	if !current || u.ctx.Err() != nil {
-		return
-	}
-	u.log.Warn("upstream connection ended; calls fail until it is reconnected", "error", err)
-	if u.opts.OnConnectionLost != nil {
-		u.opts.OnConnectionLost(err)
-	}
-}
-
-// ErrStillConnected refuses a Reconnect while the connection is up.
-var ErrStillConnected = errors.New("upstream: the connection is still up")
-
-// Reconnect replaces a lost connection with a new one over t (a device that dialled
-// again) and lists the catalog again: unchanged tools stay registered as they were, so
-// sessions that pinned them go on calling them; changed ones are replaced, removed ones
-// withdrawn, and the differences recorded (catalog history kind list_changed, trigger
-// "reconnect"), as for a list_changed. While the connection is still up it fails with
-// ErrStillConnected and changes nothing. If the new catalog is refused (CheckTools) the
-// new connection is closed again and the old catalog stays.
-func (u *Upstream) Reconnect(ctx context.Context, t mcp.Transport) error {
-	u.mu.Lock()
-	switch {
-	case u.closed:
-		u.mu.Unlock()
-		return ErrClosed
-	case u.lost == nil:
-		u.mu.Unlock()
-		return ErrStillConnected
-	}
-	u.mu.Unlock()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultConnectTimeout)
-		defer cancel()
-	}
-	version := u.opts.ProtocolVersion
-	if version == "" {
-		version = ProtocolLegacy
-	}
-	cs, err := safeConnect(ctx, u.client, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		return fmt.Errorf("upstream %s: reconnect: %w", u.id, err)
-	}
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
-		_ = cs.Close()
-		return ErrClosed
-	}
-	old := u.cs
-	u.cs, u.lost, u.protocol = cs, nil, negotiated(cs)
-	u.wg.Add(1)
-	u.mu.Unlock()
-	_ = old.Close()
-	go u.watch(cs)
-	u.log.Info("upstream reconnected", "protocol", u.ProtocolVersion())
-	if err := u.refresh(ctx, []string{"reconnect"}); err != nil {
-		_ = cs.Close()
-		return err
-	}
-	return nil
-}
-
 // ToolNames lists the registry names of the tools this server has registered, sorted.
 func (u *Upstream) ToolNames() []string {
 	u.mu.Lock()
@@ -524,8 +512,10 @@ func (u *Upstream) Close() error {
 
 // Err reports the state of the connection: nil while it is up, ErrClosed after Close,
 // an error wrapping ErrConnectionLost once it ended on its own (the server exited or
-// hung up). Calls of a lost server fail before any watermark; the host reconnects with
-// Close and Connect.
+// hung up) until it is reconnected. Calls of a lost server fail before any watermark
+// (unavailable, retryable: upstream_offline, or device_offline for a device); the
+// adapter reconnects by itself (see reconnect.go), a device when it dials again
+// ([Upstream.Reconnect]).
 func (u *Upstream) Err() error {
 	_, err := u.session()
 	return err
@@ -610,7 +600,15 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 func (u *Upstream) refresh(ctx context.Context, triggers []string) error {
 	u.refreshMu.Lock()
 	defer u.refreshMu.Unlock()
-	cs := u.current()
+	return u.refreshLocked(ctx, u.current(), triggers, nil, nil)
+}
+
+// refreshLocked lists the tools of cs and applies them, under refreshMu. install, when
+// set, runs once the listing was accepted (CheckTools) and before anything of it is
+// applied: a reconnection makes cs the current session there, and a refused listing
+// leaves the old catalog, and the old state, as they were. detail is added to the
+// list_changed row, which a reconnection always records.
+func (u *Upstream) refreshLocked(ctx context.Context, cs *mcp.ClientSession, triggers []string, detail map[string]any, install func() error) error {
 	tools, err := listAll(ctx, func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
@@ -626,13 +624,18 @@ func (u *Upstream) refresh(ctx context.Context, triggers []string) error {
 			return fmt.Errorf("upstream %s: tools/list refused: %w", u.id, err)
 		}
 	}
+	if install != nil {
+		if err := install(); err != nil {
+			return err
+		}
+	}
 	entries, drops := u.buildCatalog(tools)
 	diff, catalogSHA, err := u.apply(ctx, entries, drops)
 	if errors.Is(err, ErrClosed) {
 		return err
 	}
 	if len(triggers) > 0 {
-		u.recordListChanged(ctx, triggers, diff, catalogSHA)
+		u.recordListChanged(ctx, triggers, diff, catalogSHA, detail, install != nil)
 	}
 	if serr := u.refreshSkills(ctx); serr != nil {
 		u.log.Warn("upstream prompts/list failed; skills unchanged", "error", serr)
@@ -645,9 +648,10 @@ func (u *Upstream) refresh(ctx context.Context, triggers []string) error {
 	return err
 }
 
-// recordListChanged appends the list_changed row of one notification-driven refresh.
-func (u *Upstream) recordListChanged(ctx context.Context, triggers []string, diff map[string][]string, catalogSHA string) {
-	if len(diff) == 0 {
+// recordListChanged appends the list_changed row of one notification-driven refresh, or
+// of a reconnection (always, with extra in its detail).
+func (u *Upstream) recordListChanged(ctx context.Context, triggers []string, diff map[string][]string, catalogSHA string, extra map[string]any, always bool) {
+	if len(diff) == 0 && !always {
 		u.mu.Lock()
 		quiet := !u.quietAt.IsZero() && time.Since(u.quietAt) < listChangedQuiet
 		if !quiet {
@@ -660,6 +664,9 @@ func (u *Upstream) recordListChanged(ctx context.Context, triggers []string, dif
 		}
 	}
 	detail := map[string]any{"triggers": triggers, "differences": diff, "catalog_sha256": catalogSHA}
+	for k, v := range extra {
+		detail[k] = v
+	}
 	c := u.change("", ChangeListChanged, catalogSHA, detail)
 	if _, err := u.opts.Store.CatalogHistoryAppend(context.WithoutCancel(ctx), *c); err != nil {
 		u.log.Error("recording list_changed in the catalog history failed", "error", err)
