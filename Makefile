@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5m
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos node-deps conformance demo
 
 all: test
 
@@ -49,6 +49,14 @@ $(CONFSERVER)/node_modules/.installed: $(CONFSERVER)/package.json $(CONFSERVER)/
 	@if command -v npm >/dev/null 2>&1; then \
 		cd $(CONFSERVER) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
 	else echo "node-deps: npm not found: the conformance tests will skip"; fi
+
+## conformance: the official MCP conformance suite (@modelcontextprotocol/conformance,
+## every server scenario at 2025-11-25, on Node 22) against `toolrun serve --http` with
+## the builtins only, against the suite's reference server alone, and against toolrun
+## as a gateway in front of it; each scenario's outcome must be the one
+## testscripts/conformance.md gives. Part of make test too (go test ./...).
+conformance: node-deps
+	$(GO) test -count=1 -run '^TestConformance' -v ./testscripts/
 
 vet:
 	$(GO) vet ./...
