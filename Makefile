@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5m
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos node-deps demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos node-deps conformance demo
 
 all: test
 
@@ -32,14 +32,31 @@ check:
 test: vet fmt-check stale node-deps unit fuzz-corpus
 
 ## node-deps: the real MCP peers the tests talk to (a real server and a real client,
-## pinned in .tooldeps/package-lock.json), installed from the npm registry once. Without
-## npm the tests that need them skip and say so.
-node-deps: .tooldeps/node_modules/.installed
+## the official conformance suite and the Node 22 it needs, pinned in
+## .tooldeps/package-lock.json; the suite's reference server with its own
+## package-lock.json in .tooldeps/conformance-everything-server), installed from the npm
+## registry once (a stamp per lock file: run again, it does nothing). Without npm the
+## tests that need them skip and say so.
+CONFSERVER := .tooldeps/conformance-everything-server
+node-deps: .tooldeps/node_modules/.installed $(CONFSERVER)/node_modules/.installed
 
 .tooldeps/node_modules/.installed: .tooldeps/package.json .tooldeps/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 		cd .tooldeps && npm ci --no-audit --no-fund && touch node_modules/.installed; \
 	else echo "node-deps: npm not found: tests with real MCP peers will skip"; fi
+
+$(CONFSERVER)/node_modules/.installed: $(CONFSERVER)/package.json $(CONFSERVER)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(CONFSERVER) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
+	else echo "node-deps: npm not found: the conformance tests will skip"; fi
+
+## conformance: the official MCP conformance suite (@modelcontextprotocol/conformance,
+## every server scenario at 2025-11-25, on Node 22) against `toolrun serve --http` with
+## the builtins only, against the suite's reference server alone, and against toolrun
+## as a gateway in front of it; each scenario's outcome must be the one
+## testscripts/conformance.md gives. Part of make test too (go test ./...).
+conformance: node-deps
+	$(GO) test -count=1 -run '^TestConformance' -v ./testscripts/
 
 vet:
 	$(GO) vet ./...

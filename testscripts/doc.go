@@ -21,4 +21,8 @@
 //
 // Scripts that build Go code (the external-module scripts) use the machine's go
 // command and module cache offline; they are skipped with -short.
+//
+// TestConformance (conformance_test.go; make conformance) runs the official MCP
+// conformance suite against real toolrun processes and the suite's reference server;
+// conformance.md is its table of expected outcomes.
 package testscripts

