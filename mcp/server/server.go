@@ -184,9 +184,11 @@ func New(opts Options) (*Server, error) {
 	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger: log,
-		// Tools only, and no list_changed: lists are computed per request (see doc.go).
-		// Setting Capabilities also drops the SDK's default logging capability.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Tools, and no list_changed: lists are computed per request (see doc.go).
+		// Logging: an upstream's log lines reach the client whose call caused them, at
+		// the level the client sets (relay.go); a client that checks capabilities asks
+		// for them only when logging is advertised.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	return s, nil
