@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgen/toolgen/host"
 	"github.com/toolgen/toolgen/internal/textsafe"
@@ -459,6 +460,7 @@ func printOutcome(w io.Writer, o runtime.Outcome) {
 			fmt.Fprintf(w, "external_detail (%s):\n%s\n", f(string(o.ExternalDetail.Trust)), t(o.ExternalDetail.Text))
 		}
 		fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
+		printReplayHint(w, o)
 		return
 	}
 	fmt.Fprintf(w, "succeeded%s\n", replay)
@@ -474,6 +476,14 @@ func printOutcome(w io.Writer, o runtime.Outcome) {
 		}
 	}
 	fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
+	printReplayHint(w, o)
+}
+
+// printReplayHint says, under a replayed outcome, how to make the call anew (SES-2).
+func printReplayHint(w io.Writer, o runtime.Outcome) {
+	if o.Replayed {
+		fmt.Fprintln(w, "(the same call again is its retry: to make it anew, give it a new --call-id)")
+	}
 }
 
 func runRecover(e *env, cmd string, args []string) int {
@@ -507,7 +517,8 @@ func runRecover(e *env, cmd string, args []string) int {
 }
 
 // invocationJSON is how the review commands print a row: classification and ids,
-// never the arguments or the outcome's text.
+// never the outcome's text; the arguments only for a call waiting for an approval,
+// which the approver must see to decide (issue 15, point 10).
 type invocationJSON struct {
 	ID           int64      `json:"id"`
 	Tool         string     `json:"tool"`
@@ -526,6 +537,8 @@ type invocationJSON struct {
 	Resolution   string     `json:"resolution,omitempty"`
 	ResolvedBy   string     `json:"resolved_by,omitempty"`
 	CreatedAt    time.Time  `json:"created_at"`
+	// Args are the call's canonical arguments: approvals only.
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 func rowJSON(inv *store.Invocation) invocationJSON {
@@ -544,11 +557,17 @@ func stamp(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func printRows(e *env, c *common, rows []*store.Invocation, empty string) {
+// printRows prints rows as a table (or JSON); withArgs adds each call's arguments, cut
+// to maxArgsShown bytes in the table (the JSON has them whole).
+func printRows(e *env, c *common, rows []*store.Invocation, empty string, withArgs bool) {
 	if c.json {
 		out := make([]invocationJSON, 0, len(rows))
 		for _, r := range rows {
-			out = append(out, rowJSON(r))
+			j := rowJSON(r)
+			if withArgs {
+				j.Args = r.Args
+			}
+			out = append(out, j)
 		}
 		writeJSON(e.stdout, out)
 		return
@@ -557,12 +576,37 @@ func printRows(e *env, c *common, rows []*store.Invocation, empty string) {
 		fmt.Fprintln(e.stdout, empty)
 		return
 	}
+	header := []string{"ID", "TOOL", "STATUS", "PRINCIPAL", "SESSION", "CALL", "MODE", "WATERMARK", "CREATED"}
+	if withArgs {
+		header = append(header, "ARGS")
+	}
 	var tab [][]string
 	for _, r := range rows {
-		tab = append(tab, []string{strconv.FormatInt(r.ID, 10), r.Tool, string(r.Status), r.Principal, r.SessionID, r.CallID,
-			orDash(r.Mode), stamp(r.EffectSentAt), r.CreatedAt.UTC().Format(time.RFC3339)})
+		row := []string{strconv.FormatInt(r.ID, 10), r.Tool, string(r.Status), r.Principal, r.SessionID, r.CallID,
+			orDash(r.Mode), stamp(r.EffectSentAt), r.CreatedAt.UTC().Format(time.RFC3339)}
+		if withArgs {
+			row = append(row, shortArgs(r.Args))
+		}
+		tab = append(tab, row)
 	}
-	table(e.stdout, []string{"ID", "TOOL", "STATUS", "PRINCIPAL", "SESSION", "CALL", "MODE", "WATERMARK", "CREATED"}, tab)
+	table(e.stdout, header, tab)
+}
+
+// maxArgsShown bounds the arguments a table shows of one call.
+const maxArgsShown = 160
+
+// shortArgs is a call's canonical arguments for a table cell, cut on a character
+// boundary (the cell is escaped by table).
+func shortArgs(args json.RawMessage) string {
+	s := string(args)
+	if len(s) <= maxArgsShown {
+		return orDash(s)
+	}
+	cut := maxArgsShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func orDash(s string) string {

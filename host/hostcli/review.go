@@ -24,7 +24,7 @@ func runApprovals(e *env, cmd string, args []string) int {
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	printRows(e, c, rows, "no call waits for an approval")
+	printRows(e, c, rows, "no call waits for an approval", true)
 	return ExitOK
 }
 
@@ -85,7 +85,7 @@ func runUncertain(e *env, cmd string, args []string) int {
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	printRows(e, c, rows, "no UNCERTAIN call waits for review")
+	printRows(e, c, rows, "no UNCERTAIN call waits for review", false)
 	return ExitOK
 }
 

@@ -140,8 +140,23 @@ type artifactShape struct {
 	MediaType string `json:"media_type,omitempty"`
 }
 
+// replayedText ends the content of a replayed outcome: what was answered, and how to
+// make the call anew (SES-2).
+const replayedText = "This is the recorded outcome of this call, which was not executed again: the same io.toolgen/call_id, or, " +
+	"without one, an identical call (tool, arguments, session, run, step) made while the first was held or running, or " +
+	"within the retry window after a write, is its retry. To make the call anew, send a new io.toolgen/call_id in _meta."
+
 // toResult maps an outcome to the MCP result (doc.go, "Results").
 func toResult(o runtime.Outcome, id identity) *mcp.CallToolResult {
+	res := resultOf(o, id)
+	if o.Replayed {
+		res.Content = append(res.Content, &mcp.TextContent{Text: replayedText, Meta: mcp.Meta{MetaTrust: string(runtime.TrustSystem)}})
+	}
+	return res
+}
+
+// resultOf is toResult without the note of a replay.
+func resultOf(o runtime.Outcome, id identity) *mcp.CallToolResult {
 	callID := o.CallID
 	if callID == "" {
 		callID = id.CallID
