@@ -68,8 +68,8 @@ func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) 
 
 // TestServeSmoke proves the assembly and the measurement in `go test ./...`: 20 calls
 // each way (and 20 straight through the pipeline), each reaching the upstream once; a
-// repeated toolgen call is a replay that does not (which is why every benchmark call
-// sends a key of its own); and a tiny measurement.
+// toolgen call repeated with its call id is a replay that does not (which is why every
+// benchmark call sends a key of its own); and a tiny measurement.
 func TestServeSmoke(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -84,7 +84,10 @@ func TestServeSmoke(t *testing.T) {
 		t.Fatalf("the upstream ran lookup %d times for 60 new calls", got)
 	}
 
-	same := &mcp.CallToolParams{Name: r.toolgenTool, Arguments: map[string]any{"key": "same"}}
+	// The same call id twice: the second is a retry, answered from the record (a read
+	// made again without an id would read again, SES-2).
+	same := &mcp.CallToolParams{Name: r.toolgenTool, Arguments: map[string]any{"key": "same"},
+		Meta: mcp.Meta{server.MetaCallID: "same-call"}}
 	for i := range 2 {
 		res, err := r.toolgenCS.CallTool(ctx, same)
 		if err != nil {
