@@ -354,7 +354,11 @@ local:
 						if err != nil {
 							t.Fatalf("%s on %s: %v", who, p, err)
 						}
-						if !res.IsError || sec14idReason(res) != "missing_scope" || strings.Contains(sec14idText(res), "launch") || res.Meta["io.toolgen/replayed"] == true {
+						// The breaker counts the attacker's own refusals (rows of its own
+						// tenant, SEC-3): after two it answers repeated_denial — a refusal too,
+						// and still nothing of a's.
+						reason := sec14idReason(res)
+						if !res.IsError || reason != "missing_scope" && reason != "repeated_denial" || strings.Contains(sec14idText(res), "launch") || res.Meta["io.toolgen/replayed"] == true {
 							t.Fatalf("%s replaying a's key on %s: %s (meta %v), want denied/missing_scope and nothing of a's", who, p, sec14idText(res), res.Meta)
 						}
 					}
@@ -362,12 +366,13 @@ local:
 				}
 			}
 
-			// a's own retry through the other process derives the same call id (the
-			// store's secret) and finds its record.
+			// a's own call again, through the other process, derives the same call id
+			// (the store's secret): it finds the first as its previous generation and,
+			// being a read, reads again as the next one (SES-2).
 			a2 := sec14idConnect(t, p2, tokens["a"])
 			res, err = sec14idCall(t, a2, tool, args, mcp.Meta{"io.toolgen/session_id": "a-session"})
-			if err != nil || res.IsError || res.Meta["io.toolgen/replayed"] != true || res.Meta["io.toolgen/call_id"] != callID {
-				t.Fatalf("a's retry through the second process: %v %v %s", err, res.Meta, sec14idText(res))
+			if err != nil || res.IsError || res.Meta["io.toolgen/replayed"] == true || res.Meta["io.toolgen/call_id"] != callID+"-1" {
+				t.Fatalf("a's call again through the second process: %v %v %s", err, res.Meta, sec14idText(res))
 			}
 
 			// The refused replays are in the audit view, under b.
