@@ -151,7 +151,7 @@ func roundRobin(ports []string) http.Handler {
 	for i, p := range ports {
 		u, _ := url.Parse("http://127.0.0.1:" + p)
 		rp := httputil.NewSingleHostReverseProxy(u)
-		rp.FlushInterval = -1 // SSE
+		rp.FlushInterval = -1                    // SSE
 		rp.ErrorLog = log.New(io.Discard, "", 0) // a killed replica's cut streams are expected
 		proxies[i] = rp
 	}
