@@ -433,6 +433,7 @@ func TestRecover_DecidesFromWatermarkAndClass(t *testing.T) {
 	}
 	h := newHarness(t, runtime.Config{WorkerID: "survivor"}, tools...)
 	// Rows left by a worker that died: RUNNING, lease expired, watermark set or not.
+	var ids []int64
 	for i, r := range rows {
 		inv, _, err := h.store.InvocationInsert(ctx, store.InsertParams{
 			Key: fmt.Sprintf("k%d", i), Tenant: "acme", RunID: "r1", Step: 1, CallID: fmt.Sprintf("c%d", i),
@@ -448,11 +449,25 @@ func TestRecover_DecidesFromWatermarkAndClass(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		ids = append(ids, inv.ID)
 	}
-	time.Sleep(400 * time.Millisecond) // the dead worker's leases expire by the database clock
-	rep, err := h.p.Recover(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// The dead worker's leases run out now by the database clock (renewed to 1 µs);
+	// passes run until that clock has passed them and one has taken all five.
+	if n, err := h.store.InvocationRenewLeases(ctx, "dead", ids, time.Microsecond); err != nil || n != len(ids) {
+		t.Fatalf("expire the leases: %d, %v", n, err)
+	}
+	var rep runtime.RecoveryReport
+	for deadline := time.Now().Add(30 * time.Second); rep.Reclaimed < len(ids); {
+		pass, err := h.p.Recover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Reclaimed += pass.Reclaimed
+		rep.Uncertain += pass.Uncertain
+		rep.Retried += pass.Retried
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep took %d of %d expired leases in 30 s", rep.Reclaimed, len(ids))
+		}
 	}
 	if rep.Reclaimed != 5 || rep.Uncertain != 2 || rep.Retried != 3 {
 		t.Errorf("report = %+v, want 5 reclaimed, 2 uncertain, 3 retried", rep)

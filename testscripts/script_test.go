@@ -255,7 +255,7 @@ func cmdRetryUntil(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: retryuntil REGEXP PROGRAM ARGS...")
 	}
-	re, err := regexp.Compile(args[0])
+	re, err := regexp.Compile("(?m)" + args[0]) // multi-line, as stdout's pattern is
 	if err != nil {
 		ts.Fatalf("retryuntil: %v", err)
 	}

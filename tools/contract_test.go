@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,15 +230,11 @@ func TestContract_EveryBuiltinIsCovered(t *testing.T) {
 
 // A tracked file whose stat data changed but whose content did not (a tool rewrote it
 // with the same text, a checkout touched it): git status, run by review.merge's Prepare
-// to find uncommitted changes, refreshes .git/index, a change in the workspace before
-// the watermark. Passing GIT_OPTIONAL_LOCKS=0 to git (gitEnv) stops it: status then
-// never writes the index. Until gitEnv does, this test is skipped as a known bug.
+// to find uncommitted changes, would refresh .git/index, a change in the workspace
+// before the watermark. GIT_OPTIONAL_LOCKS=0 in gitEnv stops it; without it this test
+// fails (the contract suite sees the index change before the watermark).
 func TestContract_ReviewMerge_TouchedFile(t *testing.T) {
 	needGit(t)
-	if !slices.Contains(gitEnv(), "GIT_OPTIONAL_LOCKS=0") {
-		t.Skip("known bug: review.merge's Prepare runs git status, which rewrites .git/index before the watermark; " +
-			"fix: add GIT_OPTIONAL_LOCKS=0 to gitEnv in tools/git.go")
-	}
 	tooltest.Run(t, builtin(t, "review.merge"),
 		tooltest.Case{Name: "merge after touch", Args: `{"branch": "feature/x"}`,
 			Setup: func(t tooltest.TB, env *tooltest.Env) {

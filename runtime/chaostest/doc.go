@@ -26,9 +26,9 @@
 // are listed on TestPostgresChaos.
 //
 // TestAbandonedCallIsReclaimed is the deterministic reproduction of what the chaos
-// found: a call whose settle failed while the server was down stays RUNNING, its lease
-// renewed by its worker, for as long as the worker lives. It is skipped
-// unless CHAOSTEST_REPRO=1 until the pipeline is fixed.
+// found: a call whose settle failed while the server was down stayed RUNNING, its
+// lease renewed by its worker, for as long as the worker lived. The pipeline now
+// renews only the calls it executes, and the test holds it there.
 //
 // This package has no non-test code and is imported by nothing.
 package chaostest
