@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+
+	"github.com/toolgen/toolgen/internal/canonjson/canonjsontest"
 )
 
 // FuzzIdempotencyKey checks RT-5 on any arguments document: the key is computed over
@@ -18,10 +20,10 @@ import (
 //
 //	go test -run XXX -fuzz FuzzIdempotencyKey -fuzztime 60s ./runtime/
 func FuzzIdempotencyKey(f *testing.F) {
-	for i, s := range canonCorpus {
+	for i, s := range canonjsontest.Corpus {
 		f.Add([]byte(s), "acme", fmt.Sprintf("run-%d", i), i, "call_1", "demo.echo", 1)
 	}
-	f.Add([]byte(benchArgs), "acme", "run-1", 3, "call_a1", "workspace.write_text", 2)
+	f.Add([]byte(canonjsontest.BenchArgs), "acme", "run-1", 3, "call_a1", "workspace.write_text", 2)
 	f.Add([]byte(`{"b":[1,{"d":null,"c":"x"}],"a":1e2}`), "", "", -1, "", "", 0)
 	f.Add([]byte(`{"a":1}`), "ab", "c", 0, "", "x.y", 1)
 	f.Add([]byte(`{"a":1}`), "a", "bc", 0, "", "x.y", 1)
@@ -46,7 +48,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		h.Write(args)
 		rng := rand.New(rand.NewSource(int64(h.Sum64())))
 		for range 4 {
-			other := respell(t, rng, args)
+			other := canonjsontest.Respell(t, rng, args)
 			oc, err := CanonicalJSON(other)
 			if err != nil {
 				t.Fatalf("%q is accepted but its respelling %q is not: %v", args, other, err)
@@ -94,7 +96,7 @@ func (c *keyCorpus) check(t *testing.T, key, hash string, in KeyInput, args []by
 	if prev, ok := c.args[hash]; ok && prev != toolArgs {
 		t.Fatalf("two calls share the args hash %s:\n%s\n%s", hash, prev, toolArgs)
 	}
-	if prev, ok := c.canon[string(in.CanonicalArgs)]; ok && !bytes.Equal(prev, args) && !semanticEqual(t, prev, args) {
+	if prev, ok := c.canon[string(in.CanonicalArgs)]; ok && !bytes.Equal(prev, args) && !canonjsontest.SemanticEqual(t, prev, args) {
 		t.Fatalf("different arguments %q and %q have the same canonical form %q", prev, args, in.CanonicalArgs)
 	}
 	if c.bytes > keyCorpusMaxBytes {

@@ -50,7 +50,7 @@ TARGETS=(
 	"./spec FuzzToolCEL"
 	"./mcp/upstream FuzzNormalizeName"
 	"./mcp/upstream FuzzNormalizeNameGrammar"
-	"./runtime FuzzCanonicalJSON"
+	"./internal/canonjson FuzzCanonicalJSON"
 	"./runtime FuzzIdempotencyKey"
 	"./runtime FuzzExcerpt"
 	"./runtime FuzzExcerptResult"

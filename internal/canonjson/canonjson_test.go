@@ -1,4 +1,4 @@
-package runtime
+package canonjson
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"math/big"
 	"math/rand"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/toolgen/toolgen/internal/canonjson/canonjsontest"
 )
 
 func TestCanonicalJSON(t *testing.T) {
@@ -53,13 +54,13 @@ func TestCanonicalJSON(t *testing.T) {
 		{`333333333.33333329`, `333333333.33333329`},
 		{`333333333.3333333`, `333333333.3333333`},
 	} {
-		got, err := CanonicalJSON([]byte(c.in))
+		got, err := Canonical([]byte(c.in))
 		if err != nil {
-			t.Errorf("CanonicalJSON(%s): %v", c.in, err)
+			t.Errorf("Canonical(%s): %v", c.in, err)
 			continue
 		}
 		if string(got) != c.want {
-			t.Errorf("CanonicalJSON(%s)\n got  %s\n want %s", c.in, got, c.want)
+			t.Errorf("Canonical(%s)\n got  %s\n want %s", c.in, got, c.want)
 		}
 	}
 }
@@ -77,7 +78,7 @@ func TestCanonicalJSONKeyOrderUTF16(t *testing.T) {
 }`
 	want := "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u0080\":\"Control\",\"\u00f6\":\"Latin Small Letter O With Diaeresis\"," +
 		"\"\u20ac\":\"Euro Sign\",\"\U0001f600\":\"Emoji: Grinning Face\",\"\ufb33\":\"Hebrew Letter Dalet With Dagesh\"}"
-	got, err := CanonicalJSON([]byte(in))
+	got, err := Canonical([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestCanonicalJSONKeyOrderUTF16(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 	// Names that are escaped in the output sort by their value, not their escape.
-	got, err = CanonicalJSON([]byte(`{"\"":1,"\n":2,"!":3,"#":4,"\\":5}`))
+	got, err = Canonical([]byte(`{"\"":1,"\n":2,"!":3,"#":4,"\\":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestCanonicalJSONKeyOrderUTF16(t *testing.T) {
 		fmt.Fprintf(&b, `"k%02d":%d`, i, i)
 	}
 	b.WriteString("}")
-	got, err = CanonicalJSON([]byte(b.String()))
+	got, err = Canonical([]byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +186,9 @@ func TestCanonicalJSONNumbersMatchRFC8785(t *testing.T) {
 			strconv.FormatFloat(f, 'e', -1, 64),
 			strconv.FormatFloat(f, 'E', -1, 64),
 			strconv.FormatFloat(f, 'f', -1, 64),
-			mustMarshal(t, f),
+			canonjsontest.MustMarshal(t, f),
 		} {
-			got, err := CanonicalJSON([]byte(spelled))
+			got, err := Canonical([]byte(spelled))
 			if err != nil {
 				t.Errorf("%#x spelled %s: %v", c.bits, spelled, err)
 				continue
@@ -205,7 +206,7 @@ func TestCanonicalJSONNumbersMatchRFC8785(t *testing.T) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		want, err := CanonicalJSON([]byte(strconv.FormatFloat(f, 'g', -1, 64)))
+		want, err := Canonical([]byte(strconv.FormatFloat(f, 'g', -1, 64)))
 		if err != nil {
 			t.Fatalf("%v: %v", f, err)
 		}
@@ -214,7 +215,7 @@ func TestCanonicalJSONNumbersMatchRFC8785(t *testing.T) {
 			t.Fatalf("%v: canonical %s reads back as %v (%v)", f, want, back, err)
 		}
 		for _, fmtc := range []byte{'e', 'f'} {
-			got, err := CanonicalJSON([]byte(strconv.FormatFloat(f, fmtc, -1, 64)))
+			got, err := Canonical([]byte(strconv.FormatFloat(f, fmtc, -1, 64)))
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%v spelled with %c: %s (%v), want %s", f, fmtc, got, err, want)
 			}
@@ -222,19 +223,11 @@ func TestCanonicalJSONNumbersMatchRFC8785(t *testing.T) {
 	}
 }
 
-func mustMarshal(t testing.TB, v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestCanonicalJSONRejects(t *testing.T) {
-	deep := strings.Repeat("[", CanonicalMaxDepth+1) + strings.Repeat("]", CanonicalMaxDepth+1)
-	okDeep := strings.Repeat(`{"a":`, CanonicalMaxDepth) + "1" + strings.Repeat("}", CanonicalMaxDepth)
-	if _, err := CanonicalJSON([]byte(okDeep)); err != nil {
-		t.Errorf("depth %d rejected: %v", CanonicalMaxDepth, err)
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	okDeep := strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth)
+	if _, err := Canonical([]byte(okDeep)); err != nil {
+		t.Errorf("depth %d rejected: %v", MaxDepth, err)
 	}
 	for _, bad := range []string{
 		``, ` `, `{`, `}`, `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":1 "b":2}`,
@@ -247,35 +240,35 @@ func TestCanonicalJSONRejects(t *testing.T) {
 		deep,
 		"\ufeff{}", // a byte order mark is not JSON whitespace
 	} {
-		got, err := CanonicalJSON([]byte(bad))
+		got, err := Canonical([]byte(bad))
 		if err == nil {
-			t.Errorf("CanonicalJSON(%q) = %s, want an error", bad, got)
+			t.Errorf("Canonical(%q) = %s, want an error", bad, got)
 			continue
 		}
 		if !errors.Is(err, errCanonical) {
-			t.Errorf("CanonicalJSON(%q): error %v does not wrap errCanonical", bad, err)
+			t.Errorf("Canonical(%q): error %v does not wrap errCanonical", bad, err)
 		}
 	}
 }
 
 func TestAppendCanonicalJSON(t *testing.T) {
 	dst := []byte("prefix:")
-	out, err := AppendCanonicalJSON(dst, []byte(`{"b":1,"a":2}`))
+	out, err := Append(dst, []byte(`{"b":1,"a":2}`))
 	if err != nil || string(out) != `prefix:{"a":2,"b":1}` {
 		t.Fatalf("got %q, %v", out, err)
 	}
-	out, err = AppendCanonicalJSON(out, []byte(`{"b":1,"b":2}`))
+	out, err = Append(out, []byte(`{"b":1,"b":2}`))
 	if err == nil || string(out) != `prefix:{"a":2,"b":1}` {
 		t.Fatalf("on error got %q, %v; want the buffer unchanged", out, err)
 	}
 }
 
 func TestCanonicalJSONAllocations(t *testing.T) {
-	doc := []byte(benchArgs)
+	doc := []byte(canonjsontest.BenchArgs)
 	buf := make([]byte, 0, 4096)
 	n := testing.AllocsPerRun(100, func() {
 		var err error
-		if buf, err = AppendCanonicalJSON(buf[:0], doc); err != nil {
+		if buf, err = Append(buf[:0], doc); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -283,30 +276,13 @@ func TestCanonicalJSONAllocations(t *testing.T) {
 		t.Errorf("AppendCanonicalJSON into a large enough buffer: %v allocations, want 0", n)
 	}
 	n = testing.AllocsPerRun(100, func() {
-		if _, err := CanonicalJSON(doc); err != nil {
+		if _, err := Canonical(doc); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if n > 1 {
 		t.Errorf("CanonicalJSON: %v allocations, want at most 1 (the result)", n)
 	}
-}
-
-// canonCorpus: documents that are pairwise different unless they are listed in the
-// same group of TestCanonicalJSONCorpus. It seeds the fuzzer.
-var canonCorpus = []string{
-	`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `1.0`, `1e0`, `10e-1`, `2`, `0.1`, `0.10`, `1e-1`,
-	`0.30000000000000001`, `0.3`, `9007199254740992`, `9007199254740993`, `9007199254740993.0`,
-	`1e21`, `1000000000000000000000`, `1e400`, `1e308`, `1e-400`,
-	`""`, `"a"`, `"\u0061"`, `"A"`, `"\u00e9"`, `"é"`, "\"e\u0301\"", `"\ud83d\ude00"`, `"😀"`, `"\/"`, `"/"`,
-	`"1"`, `"true"`, `"null"`, `"\u0000"`, `"\n"`, `"\\n"`,
-	`[]`, `{}`, `[null]`, `[[]]`, `[{}]`, `{"":null}`, `[1,2]`, `[2,1]`, `[1,[2]]`, `[[1],2]`,
-	`{"a":1}`, `{"a":1.0}`, `{"a":"1"}`, `{"A":1}`, `{"a":1,"b":2}`, `{"b":2,"a":1}`, `{"a":2,"b":1}`,
-	`{"a":{"b":1}}`, `{"a.b":1}`, `{"a":[1]}`, `{"ab":1}`, `{"a":1,"b":null}`,
-	`{"a":1,"a":1}`, "{\"\xff\":1}", `0e010000000000000000000`, `-0.000e-99999999999999999999`, `1e-99999`,
-	` { "path" : "src/main.go", "max_bytes" : 65536.0, "tags": ["x", "y"], "opts": {"z": true, "a": null} } `,
-	`{"path":"src/main.go","max_bytes":65536,"tags":["x","y"],"opts":{"a":null,"z":true}}`,
-	`{"path":"src/main.go","max_bytes":65536,"tags":["y","x"],"opts":{"a":null,"z":true}}`,
 }
 
 // The corpus's documents collide exactly when they mean the same JSON value.
@@ -316,20 +292,20 @@ func TestCanonicalJSONCorpus(t *testing.T) {
 		canon []byte
 	}
 	var ok []entry
-	for _, s := range canonCorpus {
-		c, err := CanonicalJSON([]byte(s))
+	for _, s := range canonjsontest.Corpus {
+		c, err := Canonical([]byte(s))
 		if err != nil {
 			continue
 		}
 		checkCanonical(t, []byte(s), c)
 		ok = append(ok, entry{s, c})
 	}
-	if len(ok) < len(canonCorpus)-5 {
-		t.Fatalf("only %d of %d corpus documents were accepted", len(ok), len(canonCorpus))
+	if len(ok) < len(canonjsontest.Corpus)-5 {
+		t.Fatalf("only %d of %d corpus documents were accepted", len(ok), len(canonjsontest.Corpus))
 	}
 	for i, a := range ok {
 		for _, b := range ok[i+1:] {
-			same := semanticEqual(t, []byte(a.src), []byte(b.src))
+			same := canonjsontest.SemanticEqual(t, []byte(a.src), []byte(b.src))
 			if same != bytes.Equal(a.canon, b.canon) {
 				t.Errorf("%s and %s: same value %v, but canonical forms %s and %s", a.src, b.src, same, a.canon, b.canon)
 			}
@@ -347,11 +323,11 @@ func checkCanonical(t *testing.T, src, c []byte) {
 	if !json.Valid(c) || !utf8.Valid(c) {
 		t.Fatalf("canonical form of %q is not valid JSON: %q", src, c)
 	}
-	again, err := CanonicalJSON(c)
+	again, err := Canonical(c)
 	if err != nil || !bytes.Equal(again, c) {
 		t.Fatalf("not idempotent: %q -> %q -> %q (%v)", src, c, again, err)
 	}
-	if !semanticEqual(t, src, c) {
+	if !canonjsontest.SemanticEqual(t, src, c) {
 		t.Fatalf("canonical form %q of %q means something else", c, src)
 	}
 	// Key order, whitespace, escapes and number spelling never change the output.
@@ -359,229 +335,48 @@ func checkCanonical(t *testing.T, src, c []byte) {
 	h.Write(src)
 	rng := rand.New(rand.NewSource(int64(h.Sum64())))
 	for range 3 {
-		v := respell(t, rng, src)
-		cv, err := CanonicalJSON(v)
+		v := canonjsontest.Respell(t, rng, src)
+		cv, err := Canonical(v)
 		if err != nil || !bytes.Equal(cv, c) {
 			t.Fatalf("respelling %q as %q gives %q (%v), want %q", src, v, cv, err, c)
 		}
 	}
 }
 
-func decodeExact(t *testing.T, b []byte) any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("decode %q: %v", b, err)
-	}
-	return v
-}
-
-// semanticEqual compares two JSON documents as values: numbers as exact decimals.
-func semanticEqual(t *testing.T, a, b []byte) bool {
-	return valueEqual(decodeExact(t, a), decodeExact(t, b))
-}
-
-func valueEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !valueEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !valueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && decimalKey(string(x)) == decimalKey(string(y))
-	default:
-		return a == b
-	}
-}
-
-// decimalKey is the exact value of a JSON number as sign, significant digits and
-// the exponent of the last digit (any size): equal keys, equal values.
-func decimalKey(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
-	e := new(big.Int)
-	if exp != "" {
-		e.SetString(strings.TrimPrefix(exp, "+"), 10)
-	}
-	intPart, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(intPart+frac, "0")
-	e.Sub(e, big.NewInt(int64(len(frac))))
-	for strings.HasSuffix(digits, "0") {
-		digits = digits[:len(digits)-1]
-		e.Add(e, big.NewInt(1))
-	}
-	if digits == "" {
-		return "0"
-	}
-	sign := "+"
-	if neg {
-		sign = "-"
-	}
-	return sign + digits + "e" + e.String()
-}
-
-// respell writes the document src again with its object members shuffled, random
-// whitespace, random \u escapes and each number spelled another way.
-func respell(t *testing.T, rng *rand.Rand, src []byte) []byte {
-	var b bytes.Buffer
-	ws := func() {
-		for range rng.Intn(3) {
-			b.WriteByte(" \t\r\n"[rng.Intn(4)])
-		}
-	}
-	var str func(s string)
-	str = func(s string) {
-		b.WriteByte('"')
-		for _, r := range s {
-			switch {
-			case r == '"' || r == '\\' || r < 0x20 || rng.Intn(4) == 0:
-				if r >= 0x10000 {
-					r -= 0x10000
-					fmt.Fprintf(&b, `\u%04X\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-				} else if r == '/' && rng.Intn(2) == 0 {
-					b.WriteString(`\/`)
-				} else {
-					fmt.Fprintf(&b, `\u%04x`, r)
-				}
-			default:
-				b.WriteRune(r)
-			}
-		}
-		b.WriteByte('"')
-	}
-	var val func(v any)
-	val = func(v any) {
-		ws()
-		switch x := v.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-			b.WriteByte('{')
-			for i, k := range keys {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				ws()
-				str(k)
-				ws()
-				b.WriteByte(':')
-				val(x[k])
-			}
-			ws()
-			b.WriteByte('}')
-		case []any:
-			b.WriteByte('[')
-			for i, e := range x {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				val(e)
-			}
-			ws()
-			b.WriteByte(']')
-		case string:
-			str(x)
-		case json.Number:
-			b.WriteString(respellNumber(rng, string(x)))
-		default:
-			b.WriteString(mustMarshal(t, x))
-		}
-		ws()
-	}
-	val(decodeExact(t, src))
-	return b.Bytes()
-}
-
-// respellNumber writes the same decimal value differently.
-func respellNumber(rng *rand.Rand, s string) string {
-	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
-	if !hasExp {
-		exp = "0"
-	}
-	switch rng.Intn(3) {
-	case 0:
-		if !strings.Contains(mant, ".") {
-			mant += ".0"
-		} else {
-			mant += "0"
-		}
-		return mant + "E" + exp
-	case 1:
-		// Multiply an integer mantissa by ten and compensate in the exponent.
-		e, err := strconv.Atoi(exp)
-		if err != nil || strings.Contains(mant, ".") || strings.TrimPrefix(mant, "-") == "0" {
-			return s
-		}
-		return mant + "0e" + strconv.Itoa(e-1)
-	}
-	return s
-}
-
 func FuzzCanonicalJSON(f *testing.F) {
-	for _, s := range canonCorpus {
+	for _, s := range canonjsontest.Corpus {
 		f.Add([]byte(s))
 	}
-	f.Add([]byte(benchArgs))
+	f.Add([]byte(canonjsontest.BenchArgs))
 	type entry struct {
 		src, canon []byte
 	}
 	var corpus []entry
-	for _, s := range canonCorpus {
-		if c, err := CanonicalJSON([]byte(s)); err == nil {
+	for _, s := range canonjsontest.Corpus {
+		if c, err := Canonical([]byte(s)); err == nil {
 			corpus = append(corpus, entry{[]byte(s), c})
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := CanonicalJSON(data)
+		c, err := Canonical(data)
 		if err != nil {
 			return
 		}
 		checkCanonical(t, data, c)
 		for _, e := range corpus {
-			if bytes.Equal(e.canon, c) && !semanticEqual(t, e.src, data) {
+			if bytes.Equal(e.canon, c) && !canonjsontest.SemanticEqual(t, e.src, data) {
 				t.Fatalf("%q and %q collide as %q", e.src, data, c)
 			}
 		}
 	})
 }
 
-const benchArgs = `{"path": "src/internal/handlers/user_profile.go", "max_bytes": 65536, "offset": 0,
- "options": {"follow_symlinks": false, "encoding": "utf-8", "ranges": [[0, 100], [200, 300.5]]},
- "tags": ["review", "release/1.2", "caf\u00e9"], "note": "line one\nline \"two\""}`
-
 func BenchmarkCanonicalJSON(b *testing.B) {
-	doc := []byte(benchArgs)
+	doc := []byte(canonjsontest.BenchArgs)
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := CanonicalJSON(doc); err != nil {
+		if _, err := Canonical(doc); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -591,7 +386,7 @@ func BenchmarkCanonicalJSONSmall(b *testing.B) {
 	doc := []byte(`{"path":"README.md"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := CanonicalJSON(doc); err != nil {
+		if _, err := Canonical(doc); err != nil {
 			b.Fatal(err)
 		}
 	}
