@@ -33,8 +33,9 @@ const (
 //   - c.Total: the number of those rows.
 //   - c.Denied: how many of them have status DENIED, for any reason (policy, a
 //     rejected approval, the breaker itself).
-//   - c.Uncertain: whether any of them ended UNCERTAIN, whether or not a person has
-//     since resolved it.
+//   - c.Uncertain: whether any of them is UNCERTAIN and waits for a person. A call a
+//     person resolved moved on (SES-2: happened is a success, did not happen runs
+//     again), and no longer holds its identical calls back.
 //
 // Checks, in this order (the first that holds decides):
 //  1. c.Uncertain -> uncertain_repeat: a call identical to one that may already have

@@ -296,7 +296,7 @@ const (
 type BreakerCounts struct {
 	Total     int  // identical calls recorded in the run
 	Denied    int  // of which denied
-	Uncertain bool // one of them ended UNCERTAIN (resolved or not)
+	Uncertain bool // one of them is UNCERTAIN and not yet resolved by a person
 }
 
 // ToolPin is one entry of a session's pinned catalog (MCP-7): a tool's registry name
