@@ -56,8 +56,9 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if end < len(tools) {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(tools[end-1].Name))
 	}
-	// The list is this session's and changes with its mode: private, never fresh.
-	res.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+	// The list is this tenant's (private) and, where the session's mode can change,
+	// stale at once (doc.go, "Revision 2026-07-28": cache hints).
+	res.Cacheable = mcp.Cacheable{TTLMs: s.listTTLMs(), CacheScope: "private"}
 	res.Meta = mcp.Meta{MetaSessionID: session}
 	if mode != "" {
 		res.Meta[MetaMode] = mode
@@ -238,4 +239,22 @@ func objectSchema(raw json.RawMessage) (schema json.RawMessage, why string) {
 		return nil, "cannot be re-encoded"
 	}
 	return b, ""
+}
+
+// listTTLMs is the ttlMs of a tools/list result: Options.ListTTL when no session's
+// list can change under a cache — no protocol, or a server pinned to one mode, so the
+// list of every session of a tenant is its pinned catalog in that one mode — and 0
+// otherwise: a mode change (a dispatch) moves a session's list at once, and a cache
+// that kept it a moment longer would show tools outside the new mode.
+func (s *Server) listTTLMs() int {
+	if s.opts.ListTTL <= 0 {
+		return 0
+	}
+	if s.opts.Modes != nil {
+		p, ok := s.opts.Modes.(interface{ PinnedMode() string })
+		if !ok || p.PinnedMode() == "" {
+			return 0
+		}
+	}
+	return int(s.opts.ListTTL.Milliseconds())
 }

@@ -32,6 +32,9 @@ const (
 	DefaultProgressInterval   = time.Second
 	DefaultHTTPSessionTimeout = 30 * time.Minute
 	DefaultPageSize           = 1000
+	DefaultListTTL            = time.Minute
+	DefaultTaskAfter          = 2 * time.Second
+	DefaultTaskPoll           = time.Second
 	// DefaultMaxMessageBytes bounds one inbound message (an HTTP request body, a stdio
 	// line), as the SDK bounds a stdio line (mcp.DefaultMaxLineLength): a builtin
 	// accepts up to 10 MiB of text.
@@ -92,6 +95,19 @@ type Options struct {
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
+	// ListTTL is the ttlMs tools/list announces when a session's list cannot change
+	// under a cache (no protocol, or a server pinned to one mode): 0 means
+	// DefaultListTTL, a negative value 0. Where the active mode can change, lists
+	// always carry ttlMs 0 (see doc.go, "Revision 2026-07-28").
+	ListTTL time.Duration
+	// TaskAfter is how long a tools/call of a client that opted into the Tasks
+	// extension runs before it is answered with a task (a call held for approval is
+	// answered with one at once); 0 means DefaultTaskAfter.
+	TaskAfter time.Duration
+	// TaskPoll is the interval at which this server reads the row of a task it runs,
+	// to stop a hold cancelled through another replica, and the pollIntervalMs it
+	// announces; 0 means DefaultTaskPoll.
+	TaskPoll time.Duration
 	// EventStoreSessionBytes and EventStoreBytes bound the memory HTTPHandler keeps of
 	// SSE events so that a client can resume a broken response stream (Last-Event-ID):
 	// per HTTP session, and in total. 0 means DefaultEventStoreSessionBytes and
@@ -121,6 +137,8 @@ type Server struct {
 	stopping, streamsEnd context.Context
 	stop, endStreams     context.CancelFunc
 	posts                openPOSTs
+	// tasks are the task calls this server runs now (tasks.go).
+	tasks taskRuns
 }
 
 // New returns a Server for opts.
@@ -171,6 +189,15 @@ func New(opts Options) (*Server, error) {
 	if opts.EventStoreBytes == 0 {
 		opts.EventStoreBytes = DefaultEventStoreBytes
 	}
+	if opts.ListTTL == 0 {
+		opts.ListTTL = DefaultListTTL
+	}
+	if opts.TaskAfter <= 0 {
+		opts.TaskAfter = DefaultTaskAfter
+	}
+	if opts.TaskPoll <= 0 {
+		opts.TaskPoll = DefaultTaskPoll
+	}
 	if opts.MaxCachedSessions <= 0 {
 		opts.MaxCachedSessions = runtime.DefaultMaxCachedSessions
 	}
@@ -188,9 +215,15 @@ func New(opts Options) (*Server, error) {
 		// Logging: an upstream's log lines reach the client whose call caused them, at
 		// the level the client sets (relay.go); a client that checks capabilities asks
 		// for them only when logging is advertised.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		// Tasks: the io.modelcontextprotocol/tasks extension (tasks.go), advertised in
+		// server/discover.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{},
+			Extensions: map[string]any{ExtensionTasks: map[string]any{}}},
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	if err := s.addTaskMethods(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -384,9 +417,16 @@ func (s *Server) HTTPHandler() http.Handler {
 	if resumable {
 		opts.EventStore = newEventStore(s.opts.EventStoreSessionBytes, s.opts.EventStoreBytes, calls)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	h := mcp.NewStreamableHTTPHandler(getServer, opts)
+	// Revision 2026-07-28 has no sessions: the SDK serves it only statelessly, so a
+	// second handler serves it on the same URL (doc.go, "Transports"). A disconnect
+	// cancels the request, as that revision says.
+	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: s.log, MaxRequestBodyBytes: s.opts.MaxMessageBytes, PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(Endpoint, &httpGuard{s: s, next: h, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
+	mux.Handle(Endpoint, &httpGuard{s: s, next: h, modern: modern, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
 	return mux
 }
 
@@ -395,7 +435,7 @@ func (s *Server) HTTPHandler() http.Handler {
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		switch method {
-		case "tools/list", "tools/call":
+		case "tools/list", "tools/call", methodTasksGet, methodTasksUpdate, methodTasksCancel:
 		case "initialize":
 			return initialize(ctx, next, req)
 		default:
@@ -413,7 +453,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			return s.listTools(ctx, r)
 		case *mcp.CallToolRequest:
+			if wantsTask(r) {
+				return s.callToolTask(ctx, r) // tasks.go
+			}
 			return s.callTool(ctx, r)
+		}
+		if p, ok := req.GetParams().(*taskParams); ok {
+			return s.serveTaskMethod(ctx, method, req.GetExtra(), p) // tasks.go
 		}
 		return next(ctx, method, req)
 	}

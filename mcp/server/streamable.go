@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SSERetry is the reconnection delay HTTPHandler announces in the priming event of
@@ -56,16 +58,33 @@ const (
 //     stream for the end of the session.
 type httpGuard struct {
 	s         *Server
-	next      http.Handler
+	next      http.Handler // the session-based revisions (2025-11-25 and earlier)
+	modern    http.Handler // revision 2026-07-28 and later: the SDK's stateless handler
 	limit     int64
 	calls     *openCalls
 	resumable bool // the SDK has an event store: response streams carry event ids
 }
 
 func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The revision decides the handler (doc.go, "Transports"): 2026-07-28 has no
+	// session and is served statelessly; an older revision, or initialize (which
+	// carries no version header), by the session handler.
+	version := r.Header.Get(headerProtocolVersion)
+	if version != "" && version < protocolStateless && !slices.Contains(mcp.SupportedProtocolVersions(), version) {
+		g.unsupportedVersion(w, r, version)
+		return
+	}
+	if version >= protocolStateless {
+		if r.Method == http.MethodPost {
+			g.servePOST(w, r, true)
+			return
+		}
+		g.modern.ServeHTTP(w, r) // GET and DELETE: 405, there is no session
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
-		g.servePOST(w, r)
+		g.servePOST(w, r, false)
 	case http.MethodGet:
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
@@ -138,17 +157,96 @@ func newProtocol(r *http.Request, req *jsonrpc.Request) bool {
 	return ok
 }
 
-func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
+// protocolStateless is the first revision without sessions, served by the stateless
+// handler.
+const protocolStateless = "2026-07-28"
+
+// unsupportedVersion answers a request whose MCP-Protocol-Version this server does not
+// speak with UnsupportedProtocolVersion (-32022) and the versions it does, as
+// revision 2026-07-28 says (the SDK answers a version below 2026-07-28 it does not
+// know with a plain-text 400).
+func (g *httpGuard) unsupportedVersion(w http.ResponseWriter, r *http.Request, version string) {
+	var id jsonrpc.ID
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, g.limit))
+		if p := parsePOST(body); p.call != nil {
+			id = p.call.ID
+		}
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: mcp.SupportedProtocolVersions(), Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Data: data,
+		Message: fmt.Sprintf("toolgen: protocol version %q is not supported by this server", version)})
+}
+
+// checkTaskName answers a tasks/get, tasks/update or tasks/cancel whose Mcp-Name
+// header is not its params.taskId (SEP-2663 routes them by it) with HeaderMismatch
+// (-32020, HTTP 400), which the SDK checks only for the core methods; false when it
+// answered.
+func checkTaskName(w http.ResponseWriter, r *http.Request, call *jsonrpc.Request) bool {
+	switch call.Method {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+	default:
+		return true
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(call.Params, &p)
+	got, present := r.Header[http.CanonicalHeaderKey("Mcp-Name")]
+	if present && len(got) == 1 && strings.TrimSpace(got[0]) == p.TaskID {
+		return true
+	}
+	msg := "toolgen: the Mcp-Name header must be the request's params.taskId"
+	if !present {
+		msg = "toolgen: " + call.Method + " needs the Mcp-Name header: the request's params.taskId"
+	}
+	writeJSONRPCError(w, http.StatusBadRequest, call.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
+	return false
+}
+
+// writeJSONRPCError answers with a JSON-RPC error, encoded by the SDK.
+func writeJSONRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
+	if err != nil {
+		http.Error(w, e.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("X-Content-Type-Options")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern bool) {
+	next := g.next
+	if modern {
+		next = g.modern
+	}
 	// Read the body the SDK will read (it bounds it too): an oversized one is left for
 	// the SDK to refuse (413).
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.limit+1))
 	if err != nil || int64(len(body)) > g.limit {
 		r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), c: r.Body}
-		g.next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	p := parsePOST(body)
+	if modern {
+		// No session: every request stands alone, and a disconnect cancels it (the
+		// SDK, PropagateRequestCancellation).
+		if p.call != nil {
+			if !checkTaskName(w, r, p.call) {
+				return
+			}
+			g.s.posts.add()
+			defer g.s.posts.done()
+		}
+		gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
+		next.ServeHTTP(gw, r)
+		gw.finish()
+		return
+	}
 	session := r.Header.Get(headerSessionID)
 	if session == "" && p.call != nil && !sessionless(p.call.Method) && !newProtocol(r, p.call) {
 		writeHTTPError(w, http.StatusBadRequest, p.call.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
@@ -170,7 +268,7 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
 		gw.open = g.calls.add(session, user, p.call.ID)
 		defer g.calls.remove(gw.open)
 	}
-	g.next.ServeHTTP(gw, r)
+	next.ServeHTTP(gw, r)
 	gw.finish()
 	if gw.withheld && g.resumable {
 		// The stream carried an event id, so a client that sees it end without the
