@@ -310,3 +310,32 @@ func (hp *holdProgress) close() {
 	close(hp.ch)
 	<-hp.done
 }
+
+// modernResult is a tools/call result of revision 2026-07-28, which requires
+// resultType on every result: the go-sdk sets it on a CallToolResult only when its own
+// tool handler made it (go-sdk v1.8.0; this package answers tools/call in a middleware,
+// doc.go), so it is added here, "complete" (toolgen asks no input, MCP-6).
+type modernResult struct {
+	*mcp.CallToolResult
+}
+
+func (r modernResult) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(r.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(fields)
+}
+
+// forRevision wraps res for a request of revision 2026-07-28 or later.
+func forRevision(version string, res *mcp.CallToolResult) mcp.Result {
+	if version >= protocolStateless {
+		return modernResult{res}
+	}
+	return res
+}

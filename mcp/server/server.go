@@ -20,6 +20,7 @@ import (
 	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
 )
 
 // Endpoint is the path HTTPHandler serves Streamable HTTP at.
@@ -92,6 +93,11 @@ type Options struct {
 	// Sessions records which tenant owns each session id (SES-1); nil means the
 	// Pipeline's store, which is what every process on that store must share.
 	Sessions SessionOwners
+	// MCPSessions keeps the Streamable HTTP sessions of the session-based revisions
+	// (2025-11-25 and earlier), so that every process on the store serves every
+	// session (sessions.go); nil means the Pipeline's store when it has the role, else
+	// sessions live in this process only.
+	MCPSessions store.MCPSessions
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
@@ -182,6 +188,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Sessions == nil {
 		opts.Sessions = opts.Pipeline.Store()
+	}
+	if opts.MCPSessions == nil {
+		opts.MCPSessions, _ = opts.Pipeline.Store().(store.MCPSessions)
 	}
 	if opts.EventStoreSessionBytes == 0 {
 		opts.EventStoreSessionBytes = DefaultEventStoreSessionBytes
@@ -418,7 +427,9 @@ func (s *Server) HTTPHandler() http.Handler {
 		opts.EventStore = newEventStore(s.opts.EventStoreSessionBytes, s.opts.EventStoreBytes, calls)
 	}
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
-	h := mcp.NewStreamableHTTPHandler(getServer, opts)
+	// The session-based revisions: sessions recorded in the store, served by any
+	// process on it (sessions.go).
+	h := newSessionHandler(s, opts.EventStore, timeout)
 	// Revision 2026-07-28 has no sessions: the SDK serves it only statelessly, so a
 	// second handler serves it on the same URL (doc.go, "Transports"). A disconnect
 	// cancels the request, as that revision says.
@@ -437,7 +448,20 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/list", "tools/call", methodTasksGet, methodTasksUpdate, methodTasksCancel:
 		case "initialize":
-			return initialize(ctx, next, req)
+			res, err := initialize(ctx, next, req)
+			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && err == nil {
+				if err := s.persistSession(ctx, ir, res.(*mcp.InitializeResult)); err != nil {
+					s.log.Error("mcp/server: a new session could not be recorded", "error", err)
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+				}
+			}
+			return res, err
+		case "logging/setLevel":
+			res, err := next(ctx, method, req)
+			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil {
+				s.persistLogLevel(ctx, r)
+			}
+			return res, err
 		default:
 			return next(ctx, method, req)
 		}
@@ -456,7 +480,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if wantsTask(r) {
 				return s.callToolTask(ctx, r) // tasks.go
 			}
-			return s.callTool(ctx, r)
+			res, err := s.callTool(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			return forRevision(r.ProtocolVersion(), res), nil
 		}
 		if p, ok := req.GetParams().(*taskParams); ok {
 			return s.serveTaskMethod(ctx, method, req.GetExtra(), p) // tasks.go

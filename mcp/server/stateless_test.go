@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -328,4 +329,156 @@ func httptestServer(t *testing.T, h http.Handler) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// roundRobin sends each request to the next of its URLs: replicas behind a load
+// balancer with no stickiness.
+type roundRobin struct {
+	mu    sync.Mutex
+	urls  []string
+	next  int
+	count []int
+}
+
+func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
+	rr.mu.Lock()
+	i := rr.next % len(rr.urls)
+	rr.next++
+	rr.count[i]++
+	rr.mu.Unlock()
+	out := req.Clone(req.Context())
+	u, err := url.Parse(rr.urls[i])
+	if err != nil {
+		return nil, err
+	}
+	out.URL.Scheme, out.URL.Host, out.Host = u.Scheme, u.Host, u.Host
+	if req.GetBody != nil {
+		out.Body, _ = req.GetBody()
+	}
+	return http.DefaultTransport.RoundTrip(out)
+}
+
+// Sessions of the session-based revisions are in the store (issue 16 point 3): a
+// 2025-11-25 client whose requests alternate between two handlers (two replicas' worth
+// of in-memory sessions) on one store lists, calls, and has a held call approved; its
+// mode and identity hold across them; a handler that never saw the session refuses it
+// to another tenant (403) and an unknown or deleted one (404), with JSON-RPC errors.
+func TestSessions_ServedByAnyHandler(t *testing.T) {
+	e := newEnv(t, envConfig{hold: time.Minute})
+	other, err := server.New(server.Options{Pipeline: e.p, Registry: e.reg, Modes: &fakeModes{mode: "build", tools: inMode},
+		Principal: alice, CallIDSecret: testCallIDSecret, WorkspaceFor: func(string, string) string { return e.ws }, ProgressInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := httptestServer(t, e.srv.HTTPHandler()), httptestServer(t, other.HTTPHandler())
+	rr := &roundRobin{urls: []string{a, b}, count: make([]int, 2)}
+	progress := &progressLog{}
+	cs, err := newClient(progress).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: a + server.Endpoint, MaxRetries: -1,
+		DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: rr}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 2 {
+		if names := listNames(t, cs, nil); slices.Contains(names, "demo__other") || !slices.Contains(names, "demo__read") {
+			t.Fatalf("tools/list: %v", names)
+		}
+		if res := call(t, cs, "demo__read", map[string]any{"n": 1}, nil); res.IsError || metaString(res.Meta, server.MetaSessionID) != cs.ID() {
+			t.Fatalf("call: %s", dump(res))
+		}
+	}
+	answer := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "demo__deploy", Arguments: map[string]any{"n": 1}}
+		p.SetProgressToken("held")
+		res, err := cs.CallTool(e.ctx, p)
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- res
+	}()
+	approveWhenHeld(t, e, "demo.deploy")
+	if res := <-answer; res == nil || res.IsError {
+		t.Fatalf("the approved call: %s", dump(res))
+	}
+	if len(progress.all()) == 0 {
+		t.Error("no progress while the call was held")
+	}
+	if rr.count[0] < 3 || rr.count[1] < 3 {
+		t.Fatalf("requests per handler %v: both must have served the session", rr.count)
+	}
+
+	// Another tenant on a handler that never saw the session: 403.
+	evil, err := server.New(server.Options{Pipeline: e.p, Registry: e.reg, Principal: runtime.Principal{ID: "mallory", Tenant: "evil"},
+		CallIDSecret: testCallIDSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eh := &httpRaw{t: t, url: httptestServer(t, evil.HTTPHandler()) + server.Endpoint, session: cs.ID()}
+	r := eh.post(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	if msg := r.message(); r.status != http.StatusForbidden || errCode(msg) != -32600 || msg["id"] != float64(7) {
+		t.Fatalf("another tenant's session: HTTP %d %v", r.status, msg)
+	}
+	// Unknown: 404.
+	fresh := &httpRaw{t: t, url: b + server.Endpoint, session: "no-such-session"}
+	if r := fresh.post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`); r.status != http.StatusNotFound || errCode(r.message()) != -32600 {
+		t.Fatalf("an unknown session: HTTP %d %v", r.status, r.message())
+	}
+	// Deleted through one handler: unknown to a handler that restores it afterwards.
+	del := &httpRaw{t: t, url: b + server.Endpoint, session: cs.ID()}
+	if resp := del.request(http.MethodDelete, "", nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	third, err := server.New(server.Options{Pipeline: e.p, Registry: e.reg, Principal: alice, CallIDSecret: testCallIDSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := &httpRaw{t: t, url: httptestServer(t, third.HTTPHandler()) + server.Endpoint, session: cs.ID()}
+	if r := gone.post(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); r.status != http.StatusNotFound {
+		t.Fatalf("a deleted session: HTTP %d %v", r.status, r.message())
+	}
+}
+
+// stdio at 2026-07-28 (raw lines, as the revision says): no initialize; server/discover
+// names 2026-07-28 and the Tasks extension; tools/list and tools/call carry the
+// revision in _meta; the connection's session is the default one; a held call reports
+// progress and is answered once approved; with the extension declared, a held call is
+// a task that tasks/get reports.
+func TestStateless_Stdio20260728(t *testing.T) {
+	e := newEnv(t, envConfig{hold: time.Minute, opts: func(o *server.Options) { o.SessionID = "stdio-s" }})
+	c, _ := stdioRaw(t, e)
+	meta := func(tasks bool) string {
+		caps := `{}`
+		if tasks {
+			caps = `{"extensions":{"` + server.ExtensionTasks + `":{}}}`
+		}
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `,"progressToken":"p"}`
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta(false) + `}}`)
+	m := c.next("discover", hasID(1))
+	if v, _ := dig(m, "result", "supportedVersions").([]any); !slices.Contains(v, any("2026-07-28")) || dig(m, "result", "capabilities", "extensions", server.ExtensionTasks) == nil {
+		t.Fatalf("server/discover: %v", m)
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + meta(false) + `}}`)
+	m = c.next("tools/list", hasID(2))
+	if dig(m, "result", "_meta", server.MetaSessionID) != "stdio-s" || dig(m, "result", "cacheScope") != "private" {
+		t.Fatalf("tools/list: %v", m)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__deploy","arguments":{"n":1},` + meta(false) + `}}`)
+	c.next("hold progress", func(m map[string]any) bool { return m["method"] == "notifications/progress" })
+	approveHeld(t, e, "demo.deploy")
+	m = c.next("approved call", hasID(3))
+	if dig(m, "result", "isError") == true || dig(m, "result", "resultType") != "complete" {
+		t.Fatalf("the approved call: %v", m)
+	}
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__deploy","arguments":{"n":2},` + meta(true) + `}}`)
+	m = c.next("task", hasID(4))
+	taskID, _ := dig(m, "result", "taskId").(string)
+	if dig(m, "result", "resultType") != "task" || taskID == "" {
+		t.Fatalf("a held call with the extension: %v", m)
+	}
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"` + taskID + `",` + meta(true) + `}}`)
+	if m = c.next("tasks/get", hasID(5)); dig(m, "result", "status") != "working" {
+		t.Fatalf("tasks/get: %v", m)
+	}
 }

@@ -194,7 +194,7 @@ func (s *Server) callToolTask(ctx context.Context, req *mcp.CallToolRequest) (mc
 	for {
 		select {
 		case d := <-done:
-			return s.finishCall(ctx, c, d.o, d.err), nil
+			return modernResult{s.finishCall(ctx, c, d.o, d.err)}, nil
 		case inv = <-recorded:
 			if inv.Status != store.StatusPending || inv.Decision != store.DecisionNeedsApproval {
 				continue // running: a task once it runs long
@@ -208,7 +208,7 @@ func (s *Server) callToolTask(ctx context.Context, req *mcp.CallToolRequest) (mc
 			// call whose client left (a held call stays PENDING).
 			cancel()
 			d := <-done
-			return s.finishCall(bg, c, d.o, d.err), nil
+			return modernResult{s.finishCall(bg, c, d.o, d.err)}, nil
 		}
 		s.tasks.add(inv.ID, cancel)
 		close(handed)
