@@ -283,9 +283,9 @@ func (h *sessionHandler) restore(w http.ResponseWriter, r *http.Request, id stri
 		h.notFound(w, r, id)
 		return nil
 	}
-	if state.InitializedParams == nil {
-		state.InitializedParams = &mcp.InitializedParams{}
-	}
+	// InitializedParams stay as recorded (none): the SDK gates requests on initialize
+	// alone, and a restored session that then receives the client's
+	// notifications/initialized takes it.
 	ls := &liveSession{id: id, tenant: rec.Tenant, user: rec.UserID, seen: time.Now()}
 	ls.t = &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events}
 	ss, err := h.s.mcp.Connect(context.WithoutCancel(r.Context()), ls.t, &mcp.ServerSessionOptions{State: &state})
