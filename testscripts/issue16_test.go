@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/internal/mcppeers"
 )
 
 const i16Wait = 60 * time.Second
@@ -346,4 +348,276 @@ func TestIssue16_Replicas(t *testing.T) {
 			})
 		})
 	}
+}
+
+// i16TSv2Script is a TypeScript SDK v2 client (@modelcontextprotocol/client, .tooldeps)
+// pinned to revision 2026-07-28: it lists the tools (the list hands back the toolgen
+// session, which it echoes), lists the workspace, and makes the held write of TEXT,
+// which returns once approved. argv: URL TEXT.
+const i16TSv2Script = `
+import { Client, StreamableHTTPClientTransport } from 'CLIENT';
+const [url, text] = process.argv.slice(2);
+const client = new Client({ name: 'ts-v2', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+console.log('protocol ' + client.getNegotiatedProtocolVersion());
+const list = await client.listTools();
+const session = list._meta && list._meta['io.toolgen/session_id'];
+console.log('session ' + session);
+console.log('tools ' + list.tools.map((t) => t.name).join(','));
+const meta = { 'io.toolgen/session_id': session };
+const r1 = await client.callTool({ name: 'workspace__list', arguments: {}, _meta: meta });
+console.log('list isError ' + !!r1.isError);
+const r2 = await client.callTool({ name: 'workspace__write_text', arguments: { path: '.git/NOTE', text, mode: 'overwrite' }, _meta: meta },
+  { timeout: 600000, onprogress: (p) => console.log('progress ' + p.message) });
+console.log('held isError ' + !!r2.isError);
+await client.close();
+process.exit(0);
+`
+
+// i16TSv1Script is the TypeScript SDK 1.32 client (2025-11-25, the inspector's SDK),
+// the same steps in its own session. argv: URL TEXT.
+const i16TSv1Script = `
+import { Client } from 'SDK/client/index.js';
+import { StreamableHTTPClientTransport } from 'SDK/client/streamableHttp.js';
+const [url, text] = process.argv.slice(2);
+const transport = new StreamableHTTPClientTransport(new URL(url));
+const client = new Client({ name: 'ts-v1', version: '1' }, { capabilities: {} });
+await client.connect(transport);
+console.log('protocol ' + transport.protocolVersion);
+const list = await client.listTools();
+console.log('tools ' + list.tools.map((t) => t.name).join(','));
+const r1 = await client.callTool({ name: 'workspace__list', arguments: {} });
+console.log('list isError ' + !!r1.isError);
+const r2 = await client.callTool({ name: 'workspace__write_text', arguments: { path: '.git/NOTE', text, mode: 'overwrite' } },
+  undefined, { timeout: 600000, onprogress: (p) => console.log('progress ' + p.message) });
+console.log('held isError ' + !!r2.isError);
+await client.close();
+process.exit(0);
+`
+
+// i16Protocol writes the repository's protocol plan_implement_review and the specs it
+// names into dir: a session starts in mode plan, which holds workspace.write_text and
+// not review.approve.
+func i16Protocol(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"tools/conversation.ask_user.yaml", "tools/protocol.dispatch.yaml", "tools/review.approve.yaml",
+		"tools/review.merge.yaml", "tools/workspace.list.yaml", "tools/workspace.read_text.yaml", "tools/workspace.write_text.yaml",
+		"protocols/plan_implement_review.yaml", "servers/everything.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// i16InMode checks a tool list: the plan mode's tools, and none of review's.
+func i16InMode(t *testing.T, who string, names []string) {
+	t.Helper()
+	if !slices.Contains(names, "workspace__write_text") || !slices.Contains(names, "workspace__list") || slices.Contains(names, "review__approve") {
+		t.Errorf("%s: tools/list %v, want the plan mode's tools only", who, names)
+	}
+}
+
+// i16HeldNote waits for the held write's approval to land: the file says text.
+func i16HeldNote(t *testing.T, text string) {
+	t.Helper()
+	if data, err := os.ReadFile(filepath.Join(os.Getenv("TOOLRUN_WORKSPACE"), ".git", "NOTE")); err != nil || string(data) != text {
+		t.Fatalf(".git/NOTE: %q %v, want %q", data, err, text)
+	}
+}
+
+// Point 1's clients on one URL of one `toolrun serve --http` with a protocol: the
+// go-sdk client at 2026-07-28 (its default; over HTTP and, against `toolrun serve
+// --stdio` on the same store, stdio) and at 2025-06-18, the TypeScript SDK v2 client
+// pinned to 2026-07-28, the TypeScript SDK 1.32 client and the inspector 0.17.5 at
+// 2025-11-25: each lists only its mode's tools, calls one, and has a held write
+// approved (toolrun approve) and answered.
+func TestIssue16_Clients(t *testing.T) {
+	dir := i15Root(t)
+	i16Protocol(t, dir)
+	url, _, _, _ := i15ServeHTTP(t, dir, "--protocol", "plan_implement_review", "--hold", "1h")
+
+	goSDK := func(t *testing.T, transport mcp.Transport, version, text string) {
+		held := make(chan struct{}, 1)
+		cs, err := i15Client(held).Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		want := version
+		if want == "" {
+			want = "2026-07-28" // the go-sdk client's default: server/discover, no initialize
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Fatalf("the client speaks %s, want %s", got, want)
+		}
+		list, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		i16InMode(t, "go-sdk "+version, names)
+		var meta mcp.Meta
+		if version == "" {
+			// 2026-07-28: the session is the handle the list handed back.
+			if list.CacheScope != "private" || list.TTLMs != 0 {
+				t.Errorf("cache hints %d %q, want 0 and private", list.TTLMs, list.CacheScope)
+			}
+			if id, _ := list.Meta["io.toolgen/session_id"].(string); id != "" {
+				meta = mcp.Meta{"io.toolgen/session_id": id}
+			}
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "workspace__list", Arguments: map[string]any{}, Meta: meta})
+		if err != nil || res.IsError {
+			t.Fatalf("workspace__list: %v %+v", err, res)
+		}
+		answer := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			p := &mcp.CallToolParams{Name: "workspace__write_text", Arguments: map[string]any{"path": ".git/NOTE", "text": text, "mode": "overwrite"}, Meta: meta}
+			p.SetProgressToken("hold")
+			res, err := cs.CallTool(context.Background(), p)
+			if err != nil {
+				t.Errorf("the held call: %v", err)
+			}
+			answer <- res
+		}()
+		<-held
+		i15Approve(t, dir)
+		if res := <-answer; res == nil || res.IsError {
+			t.Fatalf("the approved call: %+v", res)
+		}
+		i16HeldNote(t, text)
+	}
+	t.Run("go-sdk-2026-07-28-http", func(t *testing.T) {
+		hl := &i16Versions{}
+		goSDK(t, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: hl}}, "", "go-2026-http")
+		if v := hl.all(); len(v) == 0 || slices.ContainsFunc(v, func(s string) bool { return s != "2026-07-28" }) {
+			t.Fatalf("request revisions %v, want 2026-07-28 only", v)
+		}
+	})
+	t.Run("go-sdk-2026-07-28-stdio", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), i15Wait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "toolrun", "serve", "--stdio", "--no-servers", "--dir", dir, "--protocol", "plan_implement_review", "--hold", "1h")
+		goSDK(t, &mcp.CommandTransport{Command: cmd}, "", "go-2026-stdio")
+	})
+	t.Run("go-sdk-2025-06-18-http", func(t *testing.T) {
+		goSDK(t, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, "2025-06-18", "go-2025-06-18")
+	})
+	node, sdk := i15Node(t)
+	runNode := func(t *testing.T, src, text string, args ...string) string {
+		script := filepath.Join(t.TempDir(), "client.mjs")
+		if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), i15Wait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+		out := &syncBuf{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for !strings.Contains(out.String(), "progress waiting for approval") {
+			select {
+			case err := <-done:
+				t.Fatalf("the client ended before its call was held (%v):\n%s", err, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		i15Approve(t, dir)
+		if code := waitExit(t, done, "the client"); code != 0 || !strings.Contains(out.String(), "held isError false") || !strings.Contains(out.String(), "list isError false") {
+			t.Fatalf("the client: status %d\n%s", code, out.String())
+		}
+		i16HeldNote(t, text)
+		return out.String()
+	}
+	t.Run("ts-sdk-v2-2026-07-28", func(t *testing.T) {
+		client, err := filepath.Abs(filepath.Join("..", ".tooldeps", "node_modules", "@modelcontextprotocol", "client", "dist", "index.mjs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(client); err != nil {
+			t.Fatalf("the TypeScript SDK v2 client is missing (%v): run `make node-deps`", err)
+		}
+		out := runNode(t, strings.ReplaceAll(i16TSv2Script, "'CLIENT'", "'"+client+"'"), "ts-v2", url, "ts-v2")
+		if !strings.Contains(out, "protocol 2026-07-28") || !strings.Contains(out, "session s-") {
+			t.Fatalf("the TypeScript SDK v2 client:\n%s", out)
+		}
+		i16InMode(t, "ts-sdk-v2", strings.Split(regexp.MustCompile(`(?m)^tools (.*)$`).FindStringSubmatch(out)[1], ","))
+	})
+	t.Run("ts-sdk-1.32-2025-11-25", func(t *testing.T) {
+		out := runNode(t, strings.ReplaceAll(i16TSv1Script, "'SDK/", "'"+sdk+"/"), "ts-v1", url, "ts-v1")
+		if !strings.Contains(out, "protocol 2025-11-25") {
+			t.Fatalf("the TypeScript SDK 1.32 client:\n%s", out)
+		}
+		i16InMode(t, "ts-sdk-1.32", strings.Split(regexp.MustCompile(`(?m)^tools (.*)$`).FindStringSubmatch(out)[1], ","))
+	})
+	t.Run("inspector-0.17.5", func(t *testing.T) {
+		node, cli := mcppeers.Inspector(t)
+		ctx, cancel := context.WithTimeout(context.Background(), i15Wait)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, node, cli, "--cli", url, "--transport", "http", "--method", "tools/list").CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspector tools/list: %v\n%s", err, out)
+		}
+		var list struct{ Tools []struct{ Name string } }
+		if err := json.Unmarshal(out, &list); err != nil {
+			t.Fatalf("inspector tools/list: %v\n%s", err, out)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		i16InMode(t, "inspector", names)
+		cmd := exec.CommandContext(ctx, node, cli, "--cli", url, "--transport", "http", "--method", "tools/call",
+			"--tool-name", "workspace__write_text", "--tool-arg", "path=.git/NOTE", "--tool-arg", "text=inspector", "--tool-arg", "mode=overwrite")
+		buf := &syncBuf{}
+		cmd.Stdout, cmd.Stderr = buf, buf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for deadline := time.Now().Add(i15Wait); !strings.Contains(i15Toolrun(t, "approvals", "--dir", dir), "PENDING"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the inspector's call was never held:\n%s", buf.String())
+			}
+		}
+		i15Approve(t, dir)
+		if code := waitExit(t, done, "the inspector"); code != 0 || strings.Contains(buf.String(), `"isError": true`) {
+			t.Fatalf("the inspector's held call: status %d\n%s", code, buf.String())
+		}
+		i16HeldNote(t, "inspector")
+	})
+}
+
+// i16Versions records the MCP-Protocol-Version of every request.
+type i16Versions struct {
+	mu sync.Mutex
+	v  []string
+}
+
+func (l *i16Versions) RoundTrip(req *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.v = append(l.v, req.Header.Get("Mcp-Protocol-Version"))
+	l.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (l *i16Versions) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.v)
 }
