@@ -226,7 +226,9 @@ func New(opts Options) (*Server, error) {
 		// for them only when logging is advertised.
 		// Tasks: the io.modelcontextprotocol/tasks extension (tasks.go), advertised in
 		// server/discover.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{},
+		// Prompts: none are served, but prompts/list answers (an empty list), and
+		// revision 2026-07-28 wants every method answered declared in server/discover.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{},
 			Extensions: map[string]any{ExtensionTasks: map[string]any{}}},
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
