@@ -50,6 +50,33 @@ type MCPSessions interface {
 	// MCPSessionEnd ends a live session of tenant (the client's DELETE): every later
 	// MCPSessionGet is ErrNotFound. ErrNotFound if tenant has no live session of that id.
 	MCPSessionEnd(ctx context.Context, tenant, id string) error
+	// MCPCancelRecord records a client's notifications/cancelled for request requestID
+	// (its JSON-RPC id, as JSON) of session sessionID, received by a process that does
+	// not run that request, for the one that does (MCPCancelsSince); cancellations
+	// older than MCPCancelRetention are forgotten. One commit. ErrInvalid for an empty
+	// session or request id.
+	MCPCancelRecord(ctx context.Context, sessionID, requestID string) error
+	// MCPCancelsSince lists the cancellations recorded after afterID and at most maxAge
+	// ago (database clock), in id order, at most limit (<= 0: no limit). It reads only.
+	MCPCancelsSince(ctx context.Context, afterID int64, maxAge time.Duration, limit int) ([]MCPCancel, error)
+}
+
+// MCPCancel is one recorded notifications/cancelled (MCPSessions.MCPCancelRecord).
+type MCPCancel struct {
+	ID        int64
+	SessionID string
+	RequestID string // the JSON-RPC id as JSON: 7 or "7"
+}
+
+// MCPCancelRetention is how long a recorded cancellation is kept.
+const MCPCancelRetention = time.Hour
+
+// ValidateMCPCancel reports whether a cancellation can be recorded (ErrInvalid if not).
+func ValidateMCPCancel(sessionID, requestID string) error {
+	if sessionID == "" || requestID == "" || !json.Valid([]byte(requestID)) {
+		return fmt.Errorf("%w: a cancellation needs a session id and a request id as JSON", ErrInvalid)
+	}
+	return nil
 }
 
 // Tasks is the store role of the Tasks extension (io.modelcontextprotocol/tasks,

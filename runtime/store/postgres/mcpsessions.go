@@ -39,6 +39,17 @@ WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "sess
 UPDATE mcp_sessions SET ended_at = now()
 WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "session_id", "tenant")
 
+	// mcpCancelRecord records a cancellation and forgets the old ones, in one statement.
+	mcpCancelRecord = compile(`
+WITH forget AS (
+	DELETE FROM mcp_cancellations WHERE created_at < now() - make_interval(secs => @retention_us::bigint / 1e6)
+)
+INSERT INTO mcp_cancellations (session_id, request_id) VALUES (@session_id, @request_id)`, "retention_us", "session_id", "request_id")
+	mcpCancelsSince = compile(`
+SELECT id, session_id, request_id FROM mcp_cancellations
+WHERE id > @after_id AND created_at >= now() - make_interval(secs => @max_age_us::bigint / 1e6)
+ORDER BY id LIMIT @limit`, "after_id", "max_age_us", "limit")
+
 	// invocationCancelPending settles a PENDING row of the tenant and, when
 	// @with_audit, appends the audit entry in the same statement (HOST-2).
 	invocationCancelPending = compile(`
@@ -116,4 +127,29 @@ func (s *Store) InvocationCancelPending(ctx context.Context, tenant string, id i
 		return nil, gerr
 	}
 	return cur, fmt.Errorf("%w: invocation %d is %s, not PENDING", store.ErrConflict, id, cur.Status)
+}
+
+func (s *Store) MCPCancelRecord(ctx context.Context, sessionID, requestID string) error {
+	if err := store.ValidateMCPCancel(sessionID, requestID); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, mcpCancelRecord, store.MCPCancelRetention.Microseconds(), sessionID, requestID)
+	return err
+}
+
+func (s *Store) MCPCancelsSince(ctx context.Context, afterID int64, maxAge time.Duration, limit int) ([]store.MCPCancel, error) {
+	rows, err := s.pool.Query(ctx, mcpCancelsSince.sql, afterID, maxAge.Microseconds(), sqlLimit(limit))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []store.MCPCancel
+	for rows.Next() {
+		var c store.MCPCancel
+		if err := rows.Scan(&c.ID, &c.SessionID, &c.RequestID); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, c)
+	}
+	return out, mapErr(rows.Err())
 }

@@ -37,6 +37,16 @@ WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
 UPDATE mcp_sessions SET ended_at = ` + nowMicros + `
 WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
 
+	// mcpCancelRecordSQL records a cancellation; mcpCancelForgetSQL forgets the old ones
+	// in the same transaction.
+	mcpCancelRecordSQL = `
+INSERT INTO mcp_cancellations (session_id, request_id, created_at) VALUES (:session_id, :request_id, ` + nowMicros + `)`
+	mcpCancelForgetSQL = `DELETE FROM mcp_cancellations WHERE created_at < ` + nowMicros + ` - :retention_us`
+	mcpCancelsSinceSQL = `
+SELECT id, session_id, request_id FROM mcp_cancellations
+WHERE id > :after_id AND created_at >= ` + nowMicros + ` - :max_age_us
+ORDER BY id LIMIT :limit`
+
 	invocationCancelPendingSQL = `
 UPDATE tool_invocations
 SET status = :status, reason_code = :reason_code, outcome = :outcome, updated_at = ` + nowMicros + `
@@ -119,4 +129,35 @@ func (s *Store) InvocationCancelPending(ctx context.Context, tenant string, id i
 		return nil, gerr
 	}
 	return cur, fmt.Errorf("%w: invocation %d is %s, not PENDING", store.ErrConflict, id, cur.Status)
+}
+
+func (s *Store) MCPCancelRecord(ctx context.Context, sessionID, requestID string) error {
+	if err := store.ValidateMCPCancel(sessionID, requestID); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, mcpCancelForgetSQL, sql.Named("retention_us", store.MCPCancelRetention.Microseconds())); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, mcpCancelRecordSQL, sql.Named("session_id", sessionID), sql.Named("request_id", requestID))
+		return err
+	})
+}
+
+func (s *Store) MCPCancelsSince(ctx context.Context, afterID int64, maxAge time.Duration, limit int) ([]store.MCPCancel, error) {
+	rows, err := s.read.QueryContext(ctx, mcpCancelsSinceSQL, sql.Named("after_id", afterID),
+		sql.Named("max_age_us", maxAge.Microseconds()), sql.Named("limit", sqlLimit(limit)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.MCPCancel
+	for rows.Next() {
+		var c store.MCPCancel
+		if err := rows.Scan(&c.ID, &c.SessionID, &c.RequestID); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

@@ -17,6 +17,7 @@ var mcpTests = []struct {
 	{"MCPSession_CreateGetTouchEnd", testMCPSessionLifecycle},
 	{"MCPSession_OtherHandleAndTenant", testMCPSessionOtherHandleAndTenant},
 	{"InvocationCancelPending_SettlesOnlyPending", testInvocationCancelPending},
+	{"MCPCancel_RecordedAndReadInOrder", testMCPCancelRecordAndRead},
 }
 
 func init() { tests = append(tests, mcpTests...) }
@@ -148,4 +149,29 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func testMCPCancelRecordAndRead(t *testing.T, e *env) {
+	m, other := mcpSessions(t, e.s), mcpSessions(t, e.other)
+	before, err := other.MCPCancelsSince(e.ctx, 0, time.Hour, 0)
+	noErr(t, "list", err)
+	after := int64(0)
+	if len(before) > 0 {
+		after = before[len(before)-1].ID
+	}
+	wantErr(t, "no session", m.MCPCancelRecord(e.ctx, "", "7"), store.ErrInvalid)
+	wantErr(t, "a request id that is not JSON", m.MCPCancelRecord(e.ctx, "s", "seven"), store.ErrInvalid)
+	noErr(t, "record", m.MCPCancelRecord(e.ctx, "s-1", "7"))
+	noErr(t, "record", m.MCPCancelRecord(e.ctx, "s-2", `"abc"`))
+	got, err := other.MCPCancelsSince(e.ctx, after, time.Hour, 0)
+	noErr(t, "list through the other handle", err)
+	if len(got) != 2 || got[0].SessionID != "s-1" || got[0].RequestID != "7" || got[1].RequestID != `"abc"` || got[0].ID >= got[1].ID {
+		t.Fatalf("cancellations: %+v", got)
+	}
+	if got, _ := other.MCPCancelsSince(e.ctx, got[0].ID, time.Hour, 0); len(got) != 1 || got[0].SessionID != "s-2" {
+		t.Fatalf("after the first: %+v", got)
+	}
+	if got, _ := other.MCPCancelsSince(e.ctx, after, time.Hour, 1); len(got) != 1 {
+		t.Fatalf("limit 1: %+v", got)
+	}
 }

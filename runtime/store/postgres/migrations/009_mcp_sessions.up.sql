@@ -14,3 +14,13 @@ CREATE TABLE mcp_sessions (
     last_seen_at     timestamptz NOT NULL DEFAULT now(),
     ended_at         timestamptz
 );
+
+-- The notifications/cancelled a process received for a request another process runs
+-- (the request id as JSON); the running process reads them. Kept for an hour.
+CREATE TABLE mcp_cancellations (
+    id         bigserial   PRIMARY KEY,
+    session_id text        NOT NULL CHECK (session_id <> ''),
+    request_id text        NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX mcp_cancellations_created ON mcp_cancellations (created_at);

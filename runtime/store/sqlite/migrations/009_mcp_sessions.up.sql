@@ -14,3 +14,13 @@ CREATE TABLE mcp_sessions (
     last_seen_at     INTEGER NOT NULL,
     ended_at         INTEGER
 ) STRICT;
+
+-- The notifications/cancelled a process received for a request another process runs
+-- (the request id as JSON); the running process reads them. Kept for an hour.
+CREATE TABLE mcp_cancellations (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT    NOT NULL CHECK (session_id <> ''),
+    request_id TEXT    NOT NULL CHECK (json_valid(request_id)),
+    created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX mcp_cancellations_created ON mcp_cancellations (created_at);
