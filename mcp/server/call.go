@@ -32,6 +32,15 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		if ref := req.Extra.Header.Get(headerCallRef); ref != "" {
+			// Another replica may receive the client's cancellation (streamable.go).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer s.refs.add(ref, cancel)()
+		}
+	}
 	o, err := s.execute(ctx, req.Session, req.Params.GetProgressToken(), c.call)
 	return s.finishCall(ctx, c, o, err), nil
 }

@@ -248,10 +248,14 @@
 // idle for HTTPSessionTimeout (the record stays), marks it seen in the store at most
 // every HTTPSessionTimeout/8 (30 s at most), and closes a session a DELETE ended
 // through another process at that mark. Progress during a hold goes on the call's own
-// response stream, so it reaches the client whichever replica serves the call. What
-// stays per process: the SSE event store (a stream is resumed, Last-Event-ID, only on
-// the process that wrote it) and notifications/cancelled (it reaches a call only on
-// the process that runs it).
+// response stream, so it reaches the client whichever replica serves the call. A
+// notifications/cancelled that reaches a process that does not run the request is
+// recorded in the store once the session handler accepted it (mcp_cancellations, kept
+// an hour); a process with calls open reads the last minute's every Options.CancelPoll
+// (1 s) and cancels its own as the SDK cancels a local one: the call's context ends (a
+// held call stays PENDING) and its response is withheld. What stays per process: the
+// SSE event store (a stream is resumed, Last-Event-ID, only on the process that wrote
+// it).
 //
 // In front of both handlers a guard answers in JSON-RPC what the SDK answers in plain
 // text or with code 0: an unknown method -32601 (HTTP 200, as on stdio), another

@@ -36,6 +36,7 @@ const (
 	DefaultListTTL            = time.Minute
 	DefaultTaskAfter          = 2 * time.Second
 	DefaultTaskPoll           = time.Second
+	DefaultCancelPoll         = time.Second
 	// DefaultMaxMessageBytes bounds one inbound message (an HTTP request body, a stdio
 	// line), as the SDK bounds a stdio line (mcp.DefaultMaxLineLength): a builtin
 	// accepts up to 10 MiB of text.
@@ -110,6 +111,9 @@ type Options struct {
 	// extension runs before it is answered with a task (a call held for approval is
 	// answered with one at once); 0 means DefaultTaskAfter.
 	TaskAfter time.Duration
+	// CancelPoll is the interval at which an HTTP handler with calls open reads the
+	// cancellations other replicas recorded for them; 0 means DefaultCancelPoll.
+	CancelPoll time.Duration
 	// TaskPoll is the interval at which this server reads the row of a task it runs,
 	// to stop a hold cancelled through another replica, and the pollIntervalMs it
 	// announces; 0 means DefaultTaskPoll.
@@ -145,6 +149,8 @@ type Server struct {
 	posts                openPOSTs
 	// tasks are the task calls this server runs now (tasks.go).
 	tasks taskRuns
+	// refs are the HTTP calls in flight, for a cancellation another replica received.
+	refs callRefs
 }
 
 // New returns a Server for opts.
@@ -203,6 +209,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.TaskAfter <= 0 {
 		opts.TaskAfter = DefaultTaskAfter
+	}
+	if opts.CancelPoll <= 0 {
+		opts.CancelPoll = DefaultCancelPoll
 	}
 	if opts.TaskPoll <= 0 {
 		opts.TaskPoll = DefaultTaskPoll

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -480,5 +481,36 @@ func TestStateless_Stdio20260728(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"` + taskID + `",` + meta(true) + `}}`)
 	if m = c.next("tasks/get", hasID(5)); dig(m, "result", "status") != "working" {
 		t.Fatalf("tasks/get: %v", m)
+	}
+}
+
+// A notifications/cancelled that reaches another handler than the one running the
+// held call (replicas with no stickiness) cancels it there: the running handler reads
+// the cancellation from the store, the call's context ends (the hold ends, the call
+// stays PENDING) and its response is withheld.
+func TestSessions_CancelThroughAnotherHandler(t *testing.T) {
+	logs := newLogWatch()
+	e := newEnv(t, envConfig{hold: time.Hour, opts: func(o *server.Options) {
+		o.Logger = slog.New(logs)
+		o.CancelPoll = 10 * time.Millisecond
+	}})
+	other, err := server.New(server.Options{Pipeline: e.p, Registry: e.reg, Modes: &fakeModes{mode: "build", tools: inMode},
+		Principal: alice, CallIDSecret: testCallIDSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &httpRaw{t: t, url: e.httpURL()}
+	a.initialize()
+	_, _, closeStream := a.heldPOST(7, `{"n":1}`)
+	defer closeStream()
+	b := &httpRaw{t: t, url: httptestServer(t, other.HTTPHandler()) + server.Endpoint, session: a.session}
+	if r := b.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled through the other handler: %d %v", r.status, r.message())
+	}
+	logs.await("a call cancelled through another replica")
+	logs.await("its response is not sent")
+	rows, err := e.store.InvocationList(e.ctx, storeFilterHeld)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("the cancelled call is no longer held: %v %v", rows, err)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ const SSERetry = time.Second
 const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
+	// headerCallRef is set by the guard on a POST carrying a call (never the
+	// client's): the middleware registers the call's cancellation under it.
+	headerCallRef = "X-Toolgen-Call-Ref"
 )
 
 // httpGuard stands in front of the SDK's StreamableHTTPHandler (go-sdk v1.8.0) and
@@ -63,6 +67,10 @@ type httpGuard struct {
 	limit     int64
 	calls     *openCalls
 	resumable bool // the SDK has an event store: response streams carry event ids
+
+	pollMu       sync.Mutex
+	polling      bool  // remoteCancels runs
+	cancelCursor int64 // the last recorded cancellation read (remoteCancels only)
 }
 
 func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -258,18 +266,40 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern boo
 		defer g.s.posts.done()
 	}
 	user := userOf(r)
+	var elsewhere []jsonrpc.ID // cancellations of requests this process does not run
 	if session != "" {
 		for _, id := range p.cancels {
-			g.calls.cancel(session, user, id)
+			if !g.calls.cancel(session, user, id) {
+				elsewhere = append(elsewhere, id)
+			}
 		}
 	}
+	// The call's reference, for the cancellation of another process (remoteCancels):
+	// set here only, whatever the client sent.
+	r.Header.Del(headerCallRef)
 	gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
 	if p.call != nil && session != "" {
-		gw.open = g.calls.add(session, user, p.call.ID)
+		ref := rand.Text()
+		r.Header.Set(headerCallRef, ref)
+		gw.open = g.calls.add(session, user, p.call.ID, ref)
 		defer g.calls.remove(gw.open)
+		g.watchRemoteCancels()
 	}
 	next.ServeHTTP(gw, r)
 	gw.finish()
+	if len(elsewhere) > 0 && gw.status < 300 && g.s.opts.MCPSessions != nil {
+		// The session handler accepted the notification (it is the session's own
+		// client): record it for the process that runs the request.
+		for _, id := range elsewhere {
+			raw, err := json.Marshal(id.Raw())
+			if err == nil {
+				err = g.s.opts.MCPSessions.MCPCancelRecord(context.WithoutCancel(r.Context()), session, string(raw))
+			}
+			if err != nil {
+				g.s.log.Error("mcp/server: a cancellation could not be recorded for another replica", "error", err)
+			}
+		}
+	}
 	if gw.withheld && g.resumable {
 		// The stream carried an event id, so a client that sees it end without the
 		// response resumes it, again and again (the TypeScript SDK's client, every
@@ -307,12 +337,16 @@ type guardWriter struct {
 	open *openCall        // its registration, when it has a session
 	json bool             // the body is JSON
 
+	status   int           // the status the handler wrote (0: none yet, 200 at the first Write)
 	first    bool          // nothing written yet
 	refused  *bytes.Buffer // the SDK's plain-text refusal, held back
 	withheld bool          // the response was withheld
 }
 
 func (gw *guardWriter) WriteHeader(status int) {
+	if gw.status == 0 {
+		gw.status = status
+	}
 	if gw.first && status == http.StatusBadRequest && strings.HasPrefix(gw.Header().Get("Content-Type"), "text/plain") {
 		gw.refused = &bytes.Buffer{}
 		return
@@ -321,6 +355,9 @@ func (gw *guardWriter) WriteHeader(status int) {
 }
 
 func (gw *guardWriter) Write(b []byte) (int, error) {
+	if gw.status == 0 {
+		gw.status = http.StatusOK
+	}
 	if gw.refused != nil {
 		if gw.refused.Len() < 4096 {
 			gw.refused.Write(b)
@@ -429,6 +466,7 @@ type openKey struct {
 type openCall struct {
 	key       openKey
 	user      string
+	ref       string // the call's reference for callRefs
 	cancelled atomic.Bool
 }
 
@@ -438,14 +476,14 @@ func newOpenCalls() *openCalls {
 
 // add registers an open call; nil when the id is already open in the session (the
 // SDK refuses that POST).
-func (o *openCalls) add(session, user string, id jsonrpc.ID) *openCall {
+func (o *openCalls) add(session, user string, id jsonrpc.ID, ref string) *openCall {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := openKey{session, id}
 	if _, dup := o.m[k]; dup {
 		return nil
 	}
-	c := &openCall{key: k, user: user}
+	c := &openCall{key: k, user: user, ref: ref}
 	o.m[k] = c
 	return c
 }
@@ -466,12 +504,37 @@ func (o *openCalls) remove(c *openCall) {
 	}
 }
 
-func (o *openCalls) cancel(session, user string, id jsonrpc.ID) {
+// cancel marks the open call id of session cancelled, and reports whether this process
+// has it open.
+func (o *openCalls) cancel(session, user string, id jsonrpc.ID) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if c, ok := o.m[openKey{session, id}]; ok && c.user == user && !c.cancelled.Swap(true) {
+	c, ok := o.m[openKey{session, id}]
+	if ok && c.user == user && !c.cancelled.Swap(true) {
 		o.cancelled[session]++
 	}
+	return ok
+}
+
+// cancelRemote marks the open call id of session cancelled (a cancellation another
+// process received: its user was checked there) and returns its reference, or "".
+func (o *openCalls) cancelRemote(session string, id jsonrpc.ID) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c, ok := o.m[openKey{session, id}]
+	if !ok {
+		return ""
+	}
+	if !c.cancelled.Swap(true) {
+		o.cancelled[session]++
+	}
+	return c.ref
+}
+
+func (o *openCalls) open() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.m)
 }
 
 // withhold reports whether data, a message of session about to be stored for
@@ -534,5 +597,93 @@ func (o *openCalls) sessionClosed(session string) {
 	if e := o.ends[session]; e != nil {
 		close(e.ch)
 		delete(o.ends, session)
+	}
+}
+
+// Cancellation across replicas (doc.go, "Transports"). A notifications/cancelled that
+// reaches a process that does not run the request is recorded in the store
+// (servePOST); while a process has calls open, it reads the recent cancellations every
+// Options.CancelPoll and cancels those of its calls, as the SDK cancels a local one:
+// the call's context ends and its response is withheld.
+
+// callRefs are the cancel functions of the calls in flight by reference (headerCallRef).
+type callRefs struct {
+	mu sync.Mutex
+	m  map[string]context.CancelFunc
+}
+
+func (c *callRefs) add(ref string, cancel context.CancelFunc) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]context.CancelFunc{}
+	}
+	c.m[ref] = cancel
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.m, ref)
+	}
+}
+
+func (c *callRefs) cancel(ref string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.m[ref]; f != nil {
+		f()
+	}
+}
+
+// watchRemoteCancels starts the reader of recorded cancellations unless it runs; it
+// ends when no call is open.
+func (g *httpGuard) watchRemoteCancels() {
+	if g.s.opts.MCPSessions == nil {
+		return
+	}
+	g.pollMu.Lock()
+	defer g.pollMu.Unlock()
+	if g.polling {
+		return
+	}
+	g.polling = true
+	go g.remoteCancels()
+}
+
+func (g *httpGuard) remoteCancels() {
+	tick := time.NewTicker(g.s.opts.CancelPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.s.stopping.Done():
+		case <-tick.C:
+		}
+		g.pollMu.Lock()
+		if g.calls.open() == 0 || g.s.stopping.Err() != nil {
+			g.polling = false
+			g.pollMu.Unlock()
+			return
+		}
+		g.pollMu.Unlock()
+		// A cancellation older than a minute names a request no client still waits for.
+		cancels, err := g.s.opts.MCPSessions.MCPCancelsSince(g.s.stopping, g.cancelCursor, time.Minute, 1000)
+		if err != nil {
+			g.s.log.Warn("mcp/server: recorded cancellations could not be read", "error", err)
+			continue
+		}
+		for _, c := range cancels {
+			g.cancelCursor = c.ID
+			var raw any
+			if json.Unmarshal([]byte(c.RequestID), &raw) != nil {
+				continue
+			}
+			id, err := jsonrpc.MakeID(raw)
+			if err != nil {
+				continue
+			}
+			if ref := g.calls.cancelRemote(c.SessionID, id); ref != "" {
+				g.s.log.Debug("mcp/server: a call cancelled through another replica", "id", id.Raw())
+				g.s.refs.cancel(ref)
+			}
+		}
 	}
 }
