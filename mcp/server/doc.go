@@ -101,14 +101,14 @@
 //     --session) stays the default at every revision: one process, one client.
 //   - The run, step and call ids (io.toolgen/run_id, step, call_id), as above.
 //
-// tools/list results carry the cache hints of SEP-2549: cacheScope "private" (the list
-// is the tenant's: its tenant-scoped tools, its sessions), and ttlMs Options.ListTTL
-// (a minute) only where no session's list can change under a cache — no protocol, or
-// a server pinned to one mode — and 0 everywhere else: a dispatch changes a session's
-// mode, and with it its list, at once, so a list kept even a moment could show a tool
-// outside the mode. (A forced catalog epoch may change a definition within a cached
-// minute, never the mode's set of tools.) The list is keyed by the handle in _meta,
-// never by a connection.
+// tools/list results carry the cache hints of SEP-2549, always cacheScope "private"
+// (the list is the tenant's) and ttlMs 0 (stale at once). A list is a session's — its
+// pinned catalog in its active mode — and the session is named by the handle in _meta,
+// which no cache key holds: the go-sdk v1.8.0 client keys its list cache by the cursor
+// alone. Any positive ttlMs would let one session's list stand for another's: another
+// mode's tools, or another pin's definitions (a changed description: the rug pull
+// MCP-7 guards against). The list is computed per request, keyed by the handle, never
+// by a connection.
 //
 // Multi Round-Trip Requests: toolgen asks a client for no input, so every 2026-07-28
 // result is resultType "complete" (added by this package to tools/call results, which

@@ -241,20 +241,11 @@ func objectSchema(raw json.RawMessage) (schema json.RawMessage, why string) {
 	return b, ""
 }
 
-// listTTLMs is the ttlMs of a tools/list result: Options.ListTTL when no session's
-// list can change under a cache — no protocol, or a server pinned to one mode, so the
-// list of every session of a tenant is its pinned catalog in that one mode — and 0
-// otherwise: a mode change (a dispatch) moves a session's list at once, and a cache
-// that kept it a moment longer would show tools outside the new mode.
-func (s *Server) listTTLMs() int {
-	if s.opts.ListTTL <= 0 {
-		return 0
-	}
-	if s.opts.Modes != nil {
-		p, ok := s.opts.Modes.(interface{ PinnedMode() string })
-		if !ok || p.PinnedMode() == "" {
-			return 0
-		}
-	}
-	return int(s.opts.ListTTL.Milliseconds())
-}
+// listTTLMs is the ttlMs of a tools/list result: always 0, stale at once. A list is a
+// session's — its pinned catalog in its active mode — and the session is named by
+// _meta io.toolgen/session_id, which no cache key holds: the go-sdk v1.8.0 client keys
+// its list cache by the cursor alone, so any positive ttlMs would let one session's
+// list stand for another's, with other pins (a changed definition, the rug pull MCP-7
+// guards against) or another mode's tools. cacheScope is "private" for the same reason:
+// the list is the tenant's.
+func (s *Server) listTTLMs() int { return 0 }

@@ -33,7 +33,6 @@ const (
 	DefaultProgressInterval   = time.Second
 	DefaultHTTPSessionTimeout = 30 * time.Minute
 	DefaultPageSize           = 1000
-	DefaultListTTL            = time.Minute
 	DefaultTaskAfter          = 2 * time.Second
 	DefaultTaskPoll           = time.Second
 	DefaultCancelPoll         = time.Second
@@ -102,11 +101,6 @@ type Options struct {
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
-	// ListTTL is the ttlMs tools/list announces when a session's list cannot change
-	// under a cache (no protocol, or a server pinned to one mode): 0 means
-	// DefaultListTTL, a negative value 0. Where the active mode can change, lists
-	// always carry ttlMs 0 (see doc.go, "Revision 2026-07-28").
-	ListTTL time.Duration
 	// TaskAfter is how long a tools/call of a client that opted into the Tasks
 	// extension runs before it is answered with a task (a call held for approval is
 	// answered with one at once); 0 means DefaultTaskAfter.
@@ -203,9 +197,6 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.EventStoreBytes == 0 {
 		opts.EventStoreBytes = DefaultEventStoreBytes
-	}
-	if opts.ListTTL == 0 {
-		opts.ListTTL = DefaultListTTL
 	}
 	if opts.TaskAfter <= 0 {
 		opts.TaskAfter = DefaultTaskAfter

@@ -108,27 +108,52 @@ func TestStateless_HTTP20260728(t *testing.T) {
 	}
 }
 
-// ttlMs is positive only where no session's list can change: no protocol, or a server
-// pinned to one mode.
-func TestStateless_ListTTL(t *testing.T) {
+// ttlMs is 0 whatever the protocol: a list is a session's, and a client's cache keyed
+// without the session (the go-sdk client's: by cursor) must never show one session's
+// list for another's. Two sessions of one go-sdk client, one pinned before a tool
+// changed, each see their own definition.
+func TestStateless_ListNeverCachedAcrossSessions(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		cfg   envConfig
-		ttlMs int
+		name string
+		cfg  envConfig
 	}{
-		{"modes", envConfig{}, 0},
-		{"no-protocol", envConfig{noModes: true}, int(server.DefaultListTTL.Milliseconds())},
-		{"pinned", envConfig{modes: &pinnedModes{fakeModes{mode: "build", tools: inMode}}}, int(server.DefaultListTTL.Milliseconds())},
+		{"modes", envConfig{}},
+		{"no-protocol", envConfig{noModes: true}},
+		{"pinned", envConfig{modes: &pinnedModes{fakeModes{mode: "build", tools: inMode}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.cfg)
 			cs := e.connectVersion(e.httpURL(), "", nil)
-			list, err := cs.ListTools(e.ctx, &mcp.ListToolsParams{})
-			if err != nil {
+			desc := func(session string) string {
+				t.Helper()
+				list, err := cs.ListTools(e.ctx, &mcp.ListToolsParams{Meta: mcp.Meta{server.MetaSessionID: session}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if list.TTLMs != 0 || list.CacheScope != "private" {
+					t.Fatalf("ttlMs %d cacheScope %q, want 0 and private", list.TTLMs, list.CacheScope)
+				}
+				for _, tool := range list.Tools {
+					if tool.Name == "demo__read" {
+						return tool.Description
+					}
+				}
+				t.Fatalf("session %s: no demo__read", session)
+				return ""
+			}
+			if d := desc("old"); d != "test tool demo.read" {
+				t.Fatalf("old session: %q", d)
+			}
+			changed := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent, runtime.RiskLow)
+			changed.spec.Version, changed.spec.Description, changed.spec.SchemaSHA256 = 2, "changed", "sha-changed"
+			if err := e.reg.Replace(changed); err != nil {
 				t.Fatal(err)
 			}
-			if list.TTLMs != tc.ttlMs || list.CacheScope != "private" {
-				t.Fatalf("ttlMs %d cacheScope %q, want %d and private", list.TTLMs, list.CacheScope, tc.ttlMs)
+			if d := desc("new"); d != "changed" {
+				t.Fatalf("a new session is shown %q, want the changed definition", d)
+			}
+			if d := desc("old"); d != "test tool demo.read" {
+				t.Fatalf("the old session is shown %q, want its pinned definition", d)
 			}
 		})
 	}
