@@ -539,3 +539,36 @@ func TestSessions_CancelThroughAnotherHandler(t *testing.T) {
 		t.Fatalf("the cancelled call is no longer held: %v %v", rows, err)
 	}
 }
+
+// A call that runs longer than TaskAfter is answered with a task (its row is RUNNING:
+// working, "running"); once the tool returns, tasks/get reports it completed with the
+// result.
+func TestTasks_LongCallBecomesTask(t *testing.T) {
+	e := newEnv(t, envConfig{noModes: true, opts: func(o *server.Options) { o.TaskAfter = 10 * time.Millisecond }})
+	release := make(chan struct{})
+	slow := newTestTool("demo.slow", runtime.SideEffectWrite, runtime.NonIdempotent, runtime.RiskLow)
+	slow.run = func(json.RawMessage) (runtime.ToolResult, error) {
+		<-release
+		return runtime.StructuredResult(&slow.spec, map[string]any{"ok": true, "n": 9})
+	}
+	if err := e.reg.Register(slow); err != nil {
+		t.Fatal(err)
+	}
+	m := &modernRaw{t: t, url: e.httpURL(), tasks: true}
+	created := m.result("tools/call", map[string]any{"name": "demo__slow", "arguments": map[string]any{}, "_meta": map[string]any{server.MetaSessionID: "long"}})
+	taskID, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || created["status"] != "working" || taskID == "" {
+		t.Fatalf("a long call: %v, want a task", created)
+	}
+	if got := m.result("tasks/get", map[string]any{"taskId": taskID}); got["status"] != "working" || got["statusMessage"] != "running" {
+		t.Fatalf("tasks/get while it runs: %v", got)
+	}
+	close(release)
+	got := m.result("tasks/get", map[string]any{"taskId": taskID})
+	for got["status"] == "working" {
+		got = m.result("tasks/get", map[string]any{"taskId": taskID})
+	}
+	if got["status"] != "completed" || dig(got, "result", "structuredContent", "n") != float64(9) {
+		t.Fatalf("tasks/get once it ended: %v", got)
+	}
+}
