@@ -102,6 +102,16 @@ func TestStateless_HTTP20260728(t *testing.T) {
 	}
 	hl.mu.Unlock()
 
+	// A version this server does not speak, below 2026-07-28 too: -32022 with the
+	// versions it does (the SDK alone answers that one in plain text).
+	raw := &httpRaw{t: t, url: url}
+	r := readAnswer(t, raw.request(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`,
+		map[string]string{"Mcp-Protocol-Version": "1900-01-01"}))
+	if msg := r.message(); r.status != http.StatusBadRequest || errCode(msg) != -32022 || msg["id"] != float64(3) ||
+		!slices.Contains(dig(msg, "error", "data", "supported").([]any), any("2026-07-28")) {
+		t.Fatalf("an unknown version: HTTP %d %v", r.status, msg)
+	}
+
 	old := e.connectURL(url, nil)
 	if res := call(t, old, "demo__read", map[string]any{"n": 1}, nil); res.IsError || metaString(res.Meta, server.MetaSessionID) != old.ID() {
 		t.Fatalf("a 2025-11-25 client on the same URL: %s (session %q)", dump(res), old.ID())
