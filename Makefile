@@ -50,11 +50,13 @@ $(CONFSERVER)/node_modules/.installed: $(CONFSERVER)/package.json $(CONFSERVER)/
 		cd $(CONFSERVER) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
 	else echo "node-deps: npm not found: the conformance tests will skip"; fi
 
-## conformance: the official MCP conformance suite (@modelcontextprotocol/conformance,
-## every server scenario at 2025-11-25, on Node 22) against `toolrun serve --http` with
-## the builtins only, against the suite's reference server alone, and against toolrun
-## as a gateway in front of it; each scenario's outcome must be the one
-## testscripts/conformance.md gives. Part of make test too (go test ./...).
+## conformance: the official MCP conformance suite (@modelcontextprotocol/conformance, on
+## Node 22): 0.1.16, every server scenario at 2025-11-25, against `toolrun serve --http` with
+## the builtins only, against the suite's reference server alone, and against toolrun as a
+## gateway in front of it (testscripts/conformance.md); and 0.2.0-alpha.12, every server
+## scenario at 2026-07-28 and every tasks-* scenario, against toolrun
+## (testscripts/conformance-2026.md). Each scenario's outcome must be the table's. Part of
+## make test too (go test ./...).
 conformance: node-deps
 	$(GO) test -count=1 -run '^TestConformance' -v ./testscripts/
 

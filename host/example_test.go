@@ -65,6 +65,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("first call:", res.Content[0].(*mcp.TextContent).Text[:16])
+	// The go-sdk client speaks MCP 2026-07-28, which has no sessions: the host handed
+	// back the session it opened for the call; the retry names it, so it is the same
+	// call (a client at 2025-11-25 is in its Mcp-Session-Id anyway).
+	write.Meta = mcp.Meta{"io.toolgen/session_id": res.Meta["io.toolgen/session_id"]}
 
 	// A reviewer approves it through the operator service.
 	bob, err := h.Principal("bob")

@@ -341,6 +341,8 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 		return p.stepEmit(ctx, c, o), nil
 	}
 	p.after("persist")
+	// The row is durable: tell the context's RecordObserver (recorded.go).
+	observeRecorded(ctx, c.inv)
 	if o, stop, err := p.stepApprovalHold(ctx, c); err != nil || stop { // 9 and 10
 		if err != nil {
 			return Outcome{}, err

@@ -116,6 +116,11 @@ const (
 	// (status denied, retryable false)
 	ReasonResumeInvalid ReasonCode = "resume_invalid"
 
+	// The caller cancelled this call (tasks/cancel) before it ran, so it did not run and never
+	// will under this call id.
+	// (status denied, retryable false)
+	ReasonTaskCancelled ReasonCode = "task_cancelled"
+
 	// The call exceeded its time limit and was stopped. Repeating it is safe.
 	// (status failed, retryable true)
 	ReasonTimeout ReasonCode = "timeout"
@@ -196,6 +201,7 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonRepeatedDenial:        {status: OutcomeDenied, retryable: false, message: "This identical call has already been denied repeatedly in this run, so it is refused without being evaluated again."},
 	ReasonReplayNeedsApproval:   {status: OutcomeDenied, retryable: false, message: "A call with this idempotency key was recorded without the approval this caller needs, so its recorded outcome is not returned. Make the call with a call id of its own to have it held for approval."},
 	ReasonResumeInvalid:         {status: OutcomeDenied, retryable: false, message: "The resume token does not match a suspended call."},
+	ReasonTaskCancelled:         {status: OutcomeDenied, retryable: false, message: "The caller cancelled this call (tasks/cancel) before it ran, so it did not run and never will under this call id."},
 	ReasonTimeout:               {status: OutcomeFailed, retryable: true, message: "The call exceeded its time limit and was stopped. Repeating it is safe."},
 	ReasonToolChanged:           {status: OutcomeUnavailable, retryable: false, message: "This tool's definition changed after the session started, so it cannot be called in this session."},
 	ReasonToolError:             {status: OutcomeFailed, retryable: false, message: "The tool stopped with an error and produced no result."},

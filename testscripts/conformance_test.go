@@ -214,27 +214,7 @@ func confRun(t *testing.T, node, cli, url string) map[string]confResult {
 		if m == nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(out, e.Name(), "checks.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r confResult
-		if err := json.Unmarshal(data, &r.checks); err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-		by := map[string][]string{}
-		for _, c := range r.checks {
-			switch c.Status {
-			case "SUCCESS", "INFO":
-			case "FAILURE":
-				by["fail"] = append(by["fail"], c.ID)
-			case "WARNING":
-				by["warn"] = append(by["warn"], c.ID)
-			default:
-				by[strings.ToLower(c.Status)] = append(by[strings.ToLower(c.Status)], c.ID)
-			}
-		}
-		r.outcome = confOutcome(by)
+		r := confReadResult(t, filepath.Join(out, e.Name(), "checks.json"))
 		if _, dup := results[m[1]]; dup {
 			t.Fatalf("two results for %s in %s", m[1], out)
 		}
@@ -244,6 +224,33 @@ func confRun(t *testing.T, node, cli, url string) map[string]confResult {
 		t.Fatalf("conformance server --url %s wrote no results:\n%s", url, log)
 	}
 	return results
+}
+
+// confReadResult reads a scenario's checks.json and its outcome.
+func confReadResult(t *testing.T, path string) confResult {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r confResult
+	if err := json.Unmarshal(data, &r.checks); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	by := map[string][]string{}
+	for _, c := range r.checks {
+		switch c.Status {
+		case "SUCCESS", "INFO":
+		case "FAILURE":
+			by["fail"] = append(by["fail"], c.ID)
+		case "WARNING":
+			by["warn"] = append(by["warn"], c.ID)
+		default:
+			by[strings.ToLower(c.Status)] = append(by[strings.ToLower(c.Status)], c.ID)
+		}
+	}
+	r.outcome = confOutcome(by)
+	return r
 }
 
 // confCompare fails the test for every scenario whose outcome against target is not

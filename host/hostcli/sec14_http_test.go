@@ -191,7 +191,11 @@ func mcpSession(t *testing.T, s *server, token string) *mcp.ClientSession {
 		rt = bearer{token: token, next: rt}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "attacker", Version: "v1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.url(host.MCPPath), HTTPClient: &http.Client{Transport: rt}}, nil)
+	// At 2025-11-25, where a tool's name travels in the body only: at 2026-07-28 the
+	// go-sdk client copies it into the Mcp-Name header too, and a 4 MiB name never
+	// leaves the client (431 from any HTTP server).
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.url(host.MCPPath), HTTPClient: &http.Client{Transport: rt}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("MCP connect: %v", err)
 	}

@@ -23,23 +23,48 @@ const suspendedText = "The run is suspended, waiting for input. This call comple
 
 // callTool answers tools/call: every call, whatever its name, goes through the pipeline.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p := req.Params
-	if p == nil {
-		return nil, invalidParams("tools/call needs params")
-	}
 	ctx, done, stopping := s.callContext(ctx)
 	defer done()
 	if stopping {
 		return nil, errShuttingDown
 	}
-	tool := names.FromWire(p.Name)
-	principal, err := s.principalOf(req.Extra)
+	c, err := s.prepareCall(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		if ref := req.Extra.Header.Get(headerCallRef); ref != "" {
+			// Another replica may receive the client's cancellation (streamable.go).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer s.refs.add(ref, cancel)()
+		}
+	}
+	o, err := s.execute(ctx, req.Session, req.Params.GetProgressToken(), c.call)
+	return s.finishCall(ctx, c, o, err), nil
+}
+
+// preparedCall is a tools/call turned into the pipeline's call.
+type preparedCall struct {
+	call runtime.Call
+	id   identity
+}
+
+// prepareCall applies the identity rule (doc.go) and the trust labels to a tools/call.
+func (s *Server) prepareCall(ctx context.Context, req *mcp.CallToolRequest) (preparedCall, error) {
+	p := req.Params
+	if p == nil {
+		return preparedCall{}, invalidParams("tools/call needs params")
+	}
+	tool := names.FromWire(p.Name)
+	principal, err := s.principalOf(req.Extra)
+	if err != nil {
+		return preparedCall{}, err
+	}
 	id, err := s.identityOf(ctx, req.Session, p.Meta, principal.Tenant, tool, p.Arguments)
 	if err != nil {
-		return nil, err
+		return preparedCall{}, err
 	}
 	call := runtime.Call{
 		Tenant:    principal.Tenant,
@@ -59,7 +84,12 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if s.opts.WorkspaceFor != nil {
 		call.Workspace = s.opts.WorkspaceFor(principal.Tenant, id.RunID)
 	}
-	o, err := s.execute(ctx, req.Session, p.GetProgressToken(), call)
+	return preparedCall{call: call, id: id}, nil
+}
+
+// finishCall turns what the pipeline returned into the MCP result.
+func (s *Server) finishCall(ctx context.Context, c preparedCall, o runtime.Outcome, err error) *mcp.CallToolResult {
+	id, tool := c.id, c.call.Tool
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Cancelled (by the client, or a shutdown) while the pipeline read or wrote
@@ -75,8 +105,8 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
 		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
 	res := toResult(o, id)
-	s.honourOutputSchema(ctx, res, o, runtime.SessionKey{Tenant: principal.Tenant, ID: id.SessionID}, tool) // output.go
-	return res, nil
+	s.honourOutputSchema(ctx, res, o, runtime.SessionKey{Tenant: c.call.Tenant, ID: id.SessionID}, tool) // output.go
+	return res
 }
 
 // principalOf is the caller of a request: its verified identity, or the operator's
@@ -288,4 +318,33 @@ func (hp *holdProgress) observe(waited, bound time.Duration) {
 func (hp *holdProgress) close() {
 	close(hp.ch)
 	<-hp.done
+}
+
+// modernResult is a tools/call result of revision 2026-07-28, which requires
+// resultType on every result: the go-sdk sets it on a CallToolResult only when its own
+// tool handler made it (go-sdk v1.8.0; this package answers tools/call in a middleware,
+// doc.go), so it is added here, "complete" (toolgen asks no input, MCP-6).
+type modernResult struct {
+	*mcp.CallToolResult
+}
+
+func (r modernResult) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(r.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(fields)
+}
+
+// forRevision wraps res for a request of revision 2026-07-28 or later.
+func forRevision(version string, res *mcp.CallToolResult) mcp.Result {
+	if version >= protocolStateless {
+		return modernResult{res}
+	}
+	return res
 }

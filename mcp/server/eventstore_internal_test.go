@@ -133,7 +133,7 @@ func TestEventStore_Withhold(t *testing.T) {
 	s := newEventStore(1<<20, 1<<20, calls)
 	id2, _ := jsonrpc.MakeID(float64(2))
 	s.Open(ctx, "a", "s")
-	open := calls.add("a", "u", id2)
+	open := calls.add("a", "u", id2, "")
 	calls.cancel("a", "other user", id2) // not the caller's: no effect
 	s.Append(ctx, "a", "s", []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	s.Append(ctx, "a", "s", []byte(`{"jsonrpc":"2.0","id":2,"result":{"n":1}}`))

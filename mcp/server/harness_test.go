@@ -251,9 +251,17 @@ func (e *env) connectHTTP(progress *progressLog) *mcp.ClientSession {
 	return e.connectURL(e.httpURL(), progress)
 }
 
+// connectURL connects a go-sdk client at 2025-11-25, the session-based revision
+// (connectModern for 2026-07-28, the go-sdk client's default).
 func (e *env) connectURL(url string, progress *progressLog) *mcp.ClientSession {
 	e.t.Helper()
-	cs, err := newClient(progress).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	return e.connectVersion(url, "2025-11-25", progress)
+}
+
+func (e *env) connectVersion(url, version string, progress *progressLog) *mcp.ClientSession {
+	e.t.Helper()
+	cs, err := newClient(progress).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		e.t.Fatal(err)
 	}

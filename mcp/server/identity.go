@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -137,8 +138,15 @@ func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.
 			return id, nil
 		}
 	}
-	return "", invalidParams("this connection carries no session id; send _meta %q", MetaSessionID)
+	// A request that carries no session at all — revision 2026-07-28 over HTTP, which
+	// has no protocol session — gets a new one, handed back in the result's _meta
+	// MetaSessionID: a client that echoes it keeps its pinned catalog and mode; one
+	// that does not makes each request a session of its own (doc.go).
+	return MintedSessionPrefix + rand.Text(), nil
 }
+
+// MintedSessionPrefix starts the id of a session minted for a request that named none.
+const MintedSessionPrefix = "s-"
 
 // identityOf applies the ids rule (doc.go) to a tools/call.
 func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant, tool string, args json.RawMessage) (identity, error) {

@@ -56,8 +56,9 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if end < len(tools) {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(tools[end-1].Name))
 	}
-	// The list is this session's and changes with its mode: private, never fresh.
-	res.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+	// The list is this tenant's (private) and, where the session's mode can change,
+	// stale at once (doc.go, "Revision 2026-07-28": cache hints).
+	res.Cacheable = mcp.Cacheable{TTLMs: s.listTTLMs(), CacheScope: "private"}
 	res.Meta = mcp.Meta{MetaSessionID: session}
 	if mode != "" {
 		res.Meta[MetaMode] = mode
@@ -239,3 +240,12 @@ func objectSchema(raw json.RawMessage) (schema json.RawMessage, why string) {
 	}
 	return b, ""
 }
+
+// listTTLMs is the ttlMs of a tools/list result: always 0, stale at once. A list is a
+// session's — its pinned catalog in its active mode — and the session is named by
+// _meta io.toolgen/session_id, which no cache key holds: the go-sdk v1.8.0 client keys
+// its list cache by the cursor alone, so any positive ttlMs would let one session's
+// list stand for another's, with other pins (a changed definition, the rug pull MCP-7
+// guards against) or another mode's tools. cacheScope is "private" for the same reason:
+// the list is the tenant's.
+func (s *Server) listTTLMs() int { return 0 }

@@ -115,7 +115,7 @@ func TestRelay_ProgressAndLogs(t *testing.T) {
 			var cs *mcp.ClientSession
 			var err error
 			if tc.name == "http" {
-				cs, err = n.client().Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
+				cs, err = n.client().Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			} else {
 				st, ct := mcp.NewInMemoryTransports()
 				ctx, cancel := context.WithCancel(e.ctx)

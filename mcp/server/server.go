@@ -20,6 +20,7 @@ import (
 	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
 )
 
 // Endpoint is the path HTTPHandler serves Streamable HTTP at.
@@ -32,6 +33,9 @@ const (
 	DefaultProgressInterval   = time.Second
 	DefaultHTTPSessionTimeout = 30 * time.Minute
 	DefaultPageSize           = 1000
+	DefaultTaskAfter          = 2 * time.Second
+	DefaultTaskPoll           = time.Second
+	DefaultCancelPoll         = time.Second
 	// DefaultMaxMessageBytes bounds one inbound message (an HTTP request body, a stdio
 	// line), as the SDK bounds a stdio line (mcp.DefaultMaxLineLength): a builtin
 	// accepts up to 10 MiB of text.
@@ -89,9 +93,25 @@ type Options struct {
 	// Sessions records which tenant owns each session id (SES-1); nil means the
 	// Pipeline's store, which is what every process on that store must share.
 	Sessions SessionOwners
+	// MCPSessions keeps the Streamable HTTP sessions of the session-based revisions
+	// (2025-11-25 and earlier), so that every process on the store serves every
+	// session (sessions.go); nil means the Pipeline's store when it has the role, else
+	// sessions live in this process only.
+	MCPSessions store.MCPSessions
 	// MaxCachedSessions bounds the session owners kept in memory (the store holds
 	// them all); 0 means runtime.DefaultMaxCachedSessions.
 	MaxCachedSessions int
+	// TaskAfter is how long a tools/call of a client that opted into the Tasks
+	// extension runs before it is answered with a task (a call held for approval is
+	// answered with one at once); 0 means DefaultTaskAfter.
+	TaskAfter time.Duration
+	// CancelPoll is the interval at which an HTTP handler with calls open reads the
+	// cancellations other replicas recorded for them; 0 means DefaultCancelPoll.
+	CancelPoll time.Duration
+	// TaskPoll is the interval at which this server reads the row of a task it runs,
+	// to stop a hold cancelled through another replica, and the pollIntervalMs it
+	// announces; 0 means DefaultTaskPoll.
+	TaskPoll time.Duration
 	// EventStoreSessionBytes and EventStoreBytes bound the memory HTTPHandler keeps of
 	// SSE events so that a client can resume a broken response stream (Last-Event-ID):
 	// per HTTP session, and in total. 0 means DefaultEventStoreSessionBytes and
@@ -121,6 +141,10 @@ type Server struct {
 	stopping, streamsEnd context.Context
 	stop, endStreams     context.CancelFunc
 	posts                openPOSTs
+	// tasks are the task calls this server runs now (tasks.go).
+	tasks taskRuns
+	// refs are the HTTP calls in flight, for a cancellation another replica received.
+	refs callRefs
 }
 
 // New returns a Server for opts.
@@ -165,11 +189,23 @@ func New(opts Options) (*Server, error) {
 	if opts.Sessions == nil {
 		opts.Sessions = opts.Pipeline.Store()
 	}
+	if opts.MCPSessions == nil {
+		opts.MCPSessions, _ = opts.Pipeline.Store().(store.MCPSessions)
+	}
 	if opts.EventStoreSessionBytes == 0 {
 		opts.EventStoreSessionBytes = DefaultEventStoreSessionBytes
 	}
 	if opts.EventStoreBytes == 0 {
 		opts.EventStoreBytes = DefaultEventStoreBytes
+	}
+	if opts.TaskAfter <= 0 {
+		opts.TaskAfter = DefaultTaskAfter
+	}
+	if opts.CancelPoll <= 0 {
+		opts.CancelPoll = DefaultCancelPoll
+	}
+	if opts.TaskPoll <= 0 {
+		opts.TaskPoll = DefaultTaskPoll
 	}
 	if opts.MaxCachedSessions <= 0 {
 		opts.MaxCachedSessions = runtime.DefaultMaxCachedSessions
@@ -188,9 +224,17 @@ func New(opts Options) (*Server, error) {
 		// Logging: an upstream's log lines reach the client whose call caused them, at
 		// the level the client sets (relay.go); a client that checks capabilities asks
 		// for them only when logging is advertised.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		// Tasks: the io.modelcontextprotocol/tasks extension (tasks.go), advertised in
+		// server/discover.
+		// Prompts: none are served, but prompts/list answers (an empty list), and
+		// revision 2026-07-28 wants every method answered declared in server/discover.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{},
+			Extensions: map[string]any{ExtensionTasks: map[string]any{}}},
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	if err := s.addTaskMethods(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -384,9 +428,18 @@ func (s *Server) HTTPHandler() http.Handler {
 	if resumable {
 		opts.EventStore = newEventStore(s.opts.EventStoreSessionBytes, s.opts.EventStoreBytes, calls)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, opts)
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// The session-based revisions: sessions recorded in the store, served by any
+	// process on it (sessions.go).
+	h := newSessionHandler(s, opts.EventStore, timeout)
+	// Revision 2026-07-28 has no sessions: the SDK serves it only statelessly, so a
+	// second handler serves it on the same URL (doc.go, "Transports"). A disconnect
+	// cancels the request, as that revision says.
+	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: s.log, MaxRequestBodyBytes: s.opts.MaxMessageBytes, PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(Endpoint, &httpGuard{s: s, next: h, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
+	mux.Handle(Endpoint, &httpGuard{s: s, next: h, modern: modern, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
 	return mux
 }
 
@@ -395,9 +448,22 @@ func (s *Server) HTTPHandler() http.Handler {
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		switch method {
-		case "tools/list", "tools/call":
+		case "tools/list", "tools/call", methodTasksGet, methodTasksUpdate, methodTasksCancel:
 		case "initialize":
-			return initialize(ctx, next, req)
+			res, err := initialize(ctx, next, req)
+			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && err == nil {
+				if err := s.persistSession(ctx, ir, res.(*mcp.InitializeResult)); err != nil {
+					s.log.Error("mcp/server: a new session could not be recorded", "error", err)
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+				}
+			}
+			return res, err
+		case "logging/setLevel":
+			res, err := next(ctx, method, req)
+			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil {
+				s.persistLogLevel(ctx, r)
+			}
+			return res, err
 		default:
 			return next(ctx, method, req)
 		}
@@ -413,7 +479,17 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			return s.listTools(ctx, r)
 		case *mcp.CallToolRequest:
-			return s.callTool(ctx, r)
+			if wantsTask(r) {
+				return s.callToolTask(ctx, r) // tasks.go
+			}
+			res, err := s.callTool(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			return forRevision(r.ProtocolVersion(), res), nil
+		}
+		if p, ok := req.GetParams().(*taskParams); ok {
+			return s.serveTaskMethod(ctx, method, req.GetExtra(), p) // tasks.go
 		}
 		return next(ctx, method, req)
 	}

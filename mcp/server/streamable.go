@@ -3,11 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SSERetry is the reconnection delay HTTPHandler announces in the priming event of
@@ -27,6 +30,9 @@ const SSERetry = time.Second
 const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
+	// headerCallRef is set by the guard on a POST carrying a call (never the
+	// client's): the middleware registers the call's cancellation under it.
+	headerCallRef = "X-Toolgen-Call-Ref"
 )
 
 // httpGuard stands in front of the SDK's StreamableHTTPHandler (go-sdk v1.8.0) and
@@ -56,16 +62,37 @@ const (
 //     stream for the end of the session.
 type httpGuard struct {
 	s         *Server
-	next      http.Handler
+	next      http.Handler // the session-based revisions (2025-11-25 and earlier)
+	modern    http.Handler // revision 2026-07-28 and later: the SDK's stateless handler
 	limit     int64
 	calls     *openCalls
 	resumable bool // the SDK has an event store: response streams carry event ids
+
+	pollMu       sync.Mutex
+	polling      bool  // remoteCancels runs
+	cancelCursor int64 // the last recorded cancellation read (remoteCancels only)
 }
 
 func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The revision decides the handler (doc.go, "Transports"): 2026-07-28 has no
+	// session and is served statelessly; an older revision, or initialize (which
+	// carries no version header), by the session handler.
+	version := r.Header.Get(headerProtocolVersion)
+	if version != "" && version < protocolStateless && !slices.Contains(mcp.SupportedProtocolVersions(), version) {
+		g.unsupportedVersion(w, r, version)
+		return
+	}
+	if version >= protocolStateless {
+		if r.Method == http.MethodPost {
+			g.servePOST(w, r, true)
+			return
+		}
+		g.modern.ServeHTTP(w, r) // GET and DELETE: 405, there is no session
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
-		g.servePOST(w, r)
+		g.servePOST(w, r, false)
 	case http.MethodGet:
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
@@ -138,17 +165,96 @@ func newProtocol(r *http.Request, req *jsonrpc.Request) bool {
 	return ok
 }
 
-func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
+// protocolStateless is the first revision without sessions, served by the stateless
+// handler.
+const protocolStateless = "2026-07-28"
+
+// unsupportedVersion answers a request whose MCP-Protocol-Version this server does not
+// speak with UnsupportedProtocolVersion (-32022) and the versions it does, as
+// revision 2026-07-28 says (the SDK answers a version below 2026-07-28 it does not
+// know with a plain-text 400).
+func (g *httpGuard) unsupportedVersion(w http.ResponseWriter, r *http.Request, version string) {
+	var id jsonrpc.ID
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, g.limit))
+		if p := parsePOST(body); p.call != nil {
+			id = p.call.ID
+		}
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: mcp.SupportedProtocolVersions(), Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Data: data,
+		Message: fmt.Sprintf("toolgen: protocol version %q is not supported by this server", version)})
+}
+
+// checkTaskName answers a tasks/get, tasks/update or tasks/cancel whose Mcp-Name
+// header is not its params.taskId (SEP-2663 routes them by it) with HeaderMismatch
+// (-32020, HTTP 400), which the SDK checks only for the core methods; false when it
+// answered.
+func checkTaskName(w http.ResponseWriter, r *http.Request, call *jsonrpc.Request) bool {
+	switch call.Method {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+	default:
+		return true
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(call.Params, &p)
+	got, present := r.Header[http.CanonicalHeaderKey("Mcp-Name")]
+	if present && len(got) == 1 && strings.TrimSpace(got[0]) == p.TaskID {
+		return true
+	}
+	msg := "toolgen: the Mcp-Name header must be the request's params.taskId"
+	if !present {
+		msg = "toolgen: " + call.Method + " needs the Mcp-Name header: the request's params.taskId"
+	}
+	writeJSONRPCError(w, http.StatusBadRequest, call.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
+	return false
+}
+
+// writeJSONRPCError answers with a JSON-RPC error, encoded by the SDK.
+func writeJSONRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
+	if err != nil {
+		http.Error(w, e.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("X-Content-Type-Options")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern bool) {
+	next := g.next
+	if modern {
+		next = g.modern
+	}
 	// Read the body the SDK will read (it bounds it too): an oversized one is left for
 	// the SDK to refuse (413).
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.limit+1))
 	if err != nil || int64(len(body)) > g.limit {
 		r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), r.Body), c: r.Body}
-		g.next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	p := parsePOST(body)
+	if modern {
+		// No session: every request stands alone, and a disconnect cancels it (the
+		// SDK, PropagateRequestCancellation).
+		if p.call != nil {
+			if !checkTaskName(w, r, p.call) {
+				return
+			}
+			g.s.posts.add()
+			defer g.s.posts.done()
+		}
+		gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
+		next.ServeHTTP(gw, r)
+		gw.finish()
+		return
+	}
 	session := r.Header.Get(headerSessionID)
 	if session == "" && p.call != nil && !sessionless(p.call.Method) && !newProtocol(r, p.call) {
 		writeHTTPError(w, http.StatusBadRequest, p.call.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
@@ -160,18 +266,40 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request) {
 		defer g.s.posts.done()
 	}
 	user := userOf(r)
+	var elsewhere []jsonrpc.ID // cancellations of requests this process does not run
 	if session != "" {
 		for _, id := range p.cancels {
-			g.calls.cancel(session, user, id)
+			if !g.calls.cancel(session, user, id) {
+				elsewhere = append(elsewhere, id)
+			}
 		}
 	}
+	// The call's reference, for the cancellation of another process (remoteCancels):
+	// set here only, whatever the client sent.
+	r.Header.Del(headerCallRef)
 	gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
 	if p.call != nil && session != "" {
-		gw.open = g.calls.add(session, user, p.call.ID)
+		ref := rand.Text()
+		r.Header.Set(headerCallRef, ref)
+		gw.open = g.calls.add(session, user, p.call.ID, ref)
 		defer g.calls.remove(gw.open)
+		g.watchRemoteCancels()
 	}
-	g.next.ServeHTTP(gw, r)
+	next.ServeHTTP(gw, r)
 	gw.finish()
+	if len(elsewhere) > 0 && gw.status < 300 && g.s.opts.MCPSessions != nil {
+		// The session handler accepted the notification (it is the session's own
+		// client): record it for the process that runs the request.
+		for _, id := range elsewhere {
+			raw, err := json.Marshal(id.Raw())
+			if err == nil {
+				err = g.s.opts.MCPSessions.MCPCancelRecord(context.WithoutCancel(r.Context()), session, string(raw))
+			}
+			if err != nil {
+				g.s.log.Error("mcp/server: a cancellation could not be recorded for another replica", "error", err)
+			}
+		}
+	}
 	if gw.withheld && g.resumable {
 		// The stream carried an event id, so a client that sees it end without the
 		// response resumes it, again and again (the TypeScript SDK's client, every
@@ -209,12 +337,16 @@ type guardWriter struct {
 	open *openCall        // its registration, when it has a session
 	json bool             // the body is JSON
 
+	status   int           // the status the handler wrote (0: none yet, 200 at the first Write)
 	first    bool          // nothing written yet
 	refused  *bytes.Buffer // the SDK's plain-text refusal, held back
 	withheld bool          // the response was withheld
 }
 
 func (gw *guardWriter) WriteHeader(status int) {
+	if gw.status == 0 {
+		gw.status = status
+	}
 	if gw.first && status == http.StatusBadRequest && strings.HasPrefix(gw.Header().Get("Content-Type"), "text/plain") {
 		gw.refused = &bytes.Buffer{}
 		return
@@ -223,6 +355,9 @@ func (gw *guardWriter) WriteHeader(status int) {
 }
 
 func (gw *guardWriter) Write(b []byte) (int, error) {
+	if gw.status == 0 {
+		gw.status = http.StatusOK
+	}
 	if gw.refused != nil {
 		if gw.refused.Len() < 4096 {
 			gw.refused.Write(b)
@@ -331,6 +466,7 @@ type openKey struct {
 type openCall struct {
 	key       openKey
 	user      string
+	ref       string // the call's reference for callRefs
 	cancelled atomic.Bool
 }
 
@@ -340,14 +476,14 @@ func newOpenCalls() *openCalls {
 
 // add registers an open call; nil when the id is already open in the session (the
 // SDK refuses that POST).
-func (o *openCalls) add(session, user string, id jsonrpc.ID) *openCall {
+func (o *openCalls) add(session, user string, id jsonrpc.ID, ref string) *openCall {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := openKey{session, id}
 	if _, dup := o.m[k]; dup {
 		return nil
 	}
-	c := &openCall{key: k, user: user}
+	c := &openCall{key: k, user: user, ref: ref}
 	o.m[k] = c
 	return c
 }
@@ -368,12 +504,37 @@ func (o *openCalls) remove(c *openCall) {
 	}
 }
 
-func (o *openCalls) cancel(session, user string, id jsonrpc.ID) {
+// cancel marks the open call id of session cancelled, and reports whether this process
+// has it open.
+func (o *openCalls) cancel(session, user string, id jsonrpc.ID) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if c, ok := o.m[openKey{session, id}]; ok && c.user == user && !c.cancelled.Swap(true) {
+	c, ok := o.m[openKey{session, id}]
+	if ok && c.user == user && !c.cancelled.Swap(true) {
 		o.cancelled[session]++
 	}
+	return ok
+}
+
+// cancelRemote marks the open call id of session cancelled (a cancellation another
+// process received: its user was checked there) and returns its reference, or "".
+func (o *openCalls) cancelRemote(session string, id jsonrpc.ID) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c, ok := o.m[openKey{session, id}]
+	if !ok {
+		return ""
+	}
+	if !c.cancelled.Swap(true) {
+		o.cancelled[session]++
+	}
+	return c.ref
+}
+
+func (o *openCalls) open() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.m)
 }
 
 // withhold reports whether data, a message of session about to be stored for
@@ -436,5 +597,93 @@ func (o *openCalls) sessionClosed(session string) {
 	if e := o.ends[session]; e != nil {
 		close(e.ch)
 		delete(o.ends, session)
+	}
+}
+
+// Cancellation across replicas (doc.go, "Transports"). A notifications/cancelled that
+// reaches a process that does not run the request is recorded in the store
+// (servePOST); while a process has calls open, it reads the recent cancellations every
+// Options.CancelPoll and cancels those of its calls, as the SDK cancels a local one:
+// the call's context ends and its response is withheld.
+
+// callRefs are the cancel functions of the calls in flight by reference (headerCallRef).
+type callRefs struct {
+	mu sync.Mutex
+	m  map[string]context.CancelFunc
+}
+
+func (c *callRefs) add(ref string, cancel context.CancelFunc) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]context.CancelFunc{}
+	}
+	c.m[ref] = cancel
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.m, ref)
+	}
+}
+
+func (c *callRefs) cancel(ref string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.m[ref]; f != nil {
+		f()
+	}
+}
+
+// watchRemoteCancels starts the reader of recorded cancellations unless it runs; it
+// ends when no call is open.
+func (g *httpGuard) watchRemoteCancels() {
+	if g.s.opts.MCPSessions == nil {
+		return
+	}
+	g.pollMu.Lock()
+	defer g.pollMu.Unlock()
+	if g.polling {
+		return
+	}
+	g.polling = true
+	go g.remoteCancels()
+}
+
+func (g *httpGuard) remoteCancels() {
+	tick := time.NewTicker(g.s.opts.CancelPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.s.stopping.Done():
+		case <-tick.C:
+		}
+		g.pollMu.Lock()
+		if g.calls.open() == 0 || g.s.stopping.Err() != nil {
+			g.polling = false
+			g.pollMu.Unlock()
+			return
+		}
+		g.pollMu.Unlock()
+		// A cancellation older than a minute names a request no client still waits for.
+		cancels, err := g.s.opts.MCPSessions.MCPCancelsSince(g.s.stopping, g.cancelCursor, time.Minute, 1000)
+		if err != nil {
+			g.s.log.Warn("mcp/server: recorded cancellations could not be read", "error", err)
+			continue
+		}
+		for _, c := range cancels {
+			g.cancelCursor = c.ID
+			var raw any
+			if json.Unmarshal([]byte(c.RequestID), &raw) != nil {
+				continue
+			}
+			id, err := jsonrpc.MakeID(raw)
+			if err != nil {
+				continue
+			}
+			if ref := g.calls.cancelRemote(c.SessionID, id); ref != "" {
+				g.s.log.Debug("mcp/server: a call cancelled through another replica", "id", id.Raw())
+				g.s.refs.cancel(ref)
+			}
+		}
 	}
 }

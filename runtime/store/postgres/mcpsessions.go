@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// MCP sessions (migration 009) and task cancellation (issue 16): store.MCPSessions and
+// store.Tasks.
+
+var (
+	_ store.MCPSessions = (*Store)(nil)
+	_ store.Tasks       = (*Store)(nil)
+)
+
+var (
+	mcpSessionCreate = compile(`
+INSERT INTO mcp_sessions (session_id, tenant, user_id, protocol_version, state)
+VALUES (@session_id, @tenant, @user_id, @protocol_version, @state::json)`,
+		"session_id", "tenant", "user_id", "protocol_version", "state")
+
+	// A live session: not ended and, when @idle_us > 0, seen within it.
+	mcpSessionGet = compile(`
+SELECT session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at FROM mcp_sessions
+WHERE session_id = @session_id AND ended_at IS NULL
+	AND (@idle_us::bigint <= 0 OR last_seen_at > now() - make_interval(secs => @idle_us::bigint / 1e6))`,
+		"session_id", "idle_us")
+
+	mcpSessionTouch = compile(`
+UPDATE mcp_sessions SET last_seen_at = now(), state = COALESCE(@state::json, state)
+WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "session_id", "tenant", "state")
+
+	mcpSessionEnd = compile(`
+UPDATE mcp_sessions SET ended_at = now()
+WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "session_id", "tenant")
+
+	// mcpCancelRecord records a cancellation and forgets the old ones, in one statement.
+	mcpCancelRecord = compile(`
+WITH forget AS (
+	DELETE FROM mcp_cancellations WHERE created_at < now() - make_interval(secs => @retention_us::bigint / 1e6)
+)
+INSERT INTO mcp_cancellations (session_id, request_id) VALUES (@session_id, @request_id)`, "retention_us", "session_id", "request_id")
+	mcpCancelsSince = compile(`
+SELECT id, session_id, request_id FROM mcp_cancellations
+WHERE id > @after_id AND created_at >= now() - make_interval(secs => @max_age_us::bigint / 1e6)
+ORDER BY id LIMIT @limit`, "after_id", "max_age_us", "limit")
+
+	// invocationCancelPending settles a PENDING row of the tenant and, when
+	// @with_audit, appends the audit entry in the same statement (HOST-2).
+	invocationCancelPending = compile(`
+WITH cancelled AS (
+	UPDATE tool_invocations
+	SET status = @status, reason_code = @reason_code, outcome = @outcome::json, updated_at = now()
+	WHERE id = @id AND tenant = @tenant AND status = 'PENDING'
+	RETURNING `+invocationColumns+`
+), audit AS (
+	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
+	SELECT `+auditValues+` FROM cancelled WHERE @with_audit::boolean
+)
+SELECT `+invocationColumns+` FROM cancelled`,
+		append([]string{"id", "tenant", "status", "reason_code", "outcome", "with_audit"}, auditParams...)...)
+)
+
+func (s *Store) MCPSessionCreate(ctx context.Context, m store.MCPSession) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, mcpSessionCreate, m.ID, m.Tenant, m.UserID, m.ProtocolVersion, string(m.State))
+	return err // a taken id is a unique violation: ErrConflict
+}
+
+func (s *Store) MCPSessionGet(ctx context.Context, id string, idle time.Duration) (*store.MCPSession, error) {
+	var m store.MCPSession
+	var state []byte
+	err := s.queryRow(ctx, mcpSessionGet, id, idle.Microseconds()).
+		Scan(&m.ID, &m.Tenant, &m.UserID, &m.ProtocolVersion, &state, &m.CreatedAt, &m.LastSeenAt)
+	if err != nil {
+		return nil, err
+	}
+	m.State = json.RawMessage(state)
+	m.CreatedAt, m.LastSeenAt = m.CreatedAt.UTC(), m.LastSeenAt.UTC()
+	return &m, nil
+}
+
+func (s *Store) MCPSessionTouch(ctx context.Context, tenant, id string, state json.RawMessage) error {
+	if len(state) > 0 && !json.Valid(state) {
+		return fmt.Errorf("%w: an MCP session's state must be JSON", store.ErrInvalid)
+	}
+	n, err := s.exec(ctx, mcpSessionTouch, id, tenant, nullJSON(state))
+	return oneSession(n, err, id)
+}
+
+func (s *Store) MCPSessionEnd(ctx context.Context, tenant, id string) error {
+	n, err := s.exec(ctx, mcpSessionEnd, id, tenant)
+	return oneSession(n, err, id)
+}
+
+func oneSession(n int64, err error, id string) error {
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: no live MCP session %q of the tenant", store.ErrNotFound, id)
+	}
+	return err
+}
+
+func (s *Store) InvocationCancelPending(ctx context.Context, tenant string, id int64, st store.Settlement, audit *store.AuditEntry) (*store.Invocation, error) {
+	if err := st.Validate(); err != nil {
+		return nil, err
+	}
+	if audit != nil && audit.Tenant != tenant {
+		return nil, fmt.Errorf("%w: the audit entry of tenant %q for a row of tenant %q", store.ErrInvalid, audit.Tenant, tenant)
+	}
+	args := append([]any{id, tenant, string(st.Status), st.ReasonCode, nullJSON(st.Outcome)}, auditArgs(audit)...)
+	inv, err := s.invocation(ctx, invocationCancelPending, args...)
+	if !errors.Is(err, store.ErrNotFound) {
+		return inv, err
+	}
+	cur, gerr := s.InvocationGet(ctx, id)
+	switch {
+	case errors.Is(gerr, store.ErrNotFound) || (gerr == nil && cur.Tenant != tenant):
+		return nil, fmt.Errorf("%w: no invocation %d in tenant %q", store.ErrNotFound, id, tenant)
+	case gerr != nil:
+		return nil, gerr
+	}
+	return cur, fmt.Errorf("%w: invocation %d is %s, not PENDING", store.ErrConflict, id, cur.Status)
+}
+
+func (s *Store) MCPCancelRecord(ctx context.Context, sessionID, requestID string) error {
+	if err := store.ValidateMCPCancel(sessionID, requestID); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, mcpCancelRecord, store.MCPCancelRetention.Microseconds(), sessionID, requestID)
+	return err
+}
+
+func (s *Store) MCPCancelsSince(ctx context.Context, afterID int64, maxAge time.Duration, limit int) ([]store.MCPCancel, error) {
+	rows, err := s.pool.Query(ctx, mcpCancelsSince.sql, afterID, maxAge.Microseconds(), sqlLimit(limit))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []store.MCPCancel
+	for rows.Next() {
+		var c store.MCPCancel
+		if err := rows.Scan(&c.ID, &c.SessionID, &c.RequestID); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, c)
+	}
+	return out, mapErr(rows.Err())
+}

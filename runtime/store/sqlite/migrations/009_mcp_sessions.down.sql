@@ -1,0 +1,2 @@
+DROP TABLE mcp_cancellations;
+DROP TABLE mcp_sessions;
