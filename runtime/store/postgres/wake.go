@@ -91,6 +91,9 @@ type WakeStats struct {
 	Failures      int64 // connections lost or refused
 	Statements    int64 // statements run on the listener's connection (LISTEN, registrations, refreshes)
 	Notifications int64 // notifications received
+	// BackendPID is the process id (pg_stat_activity.pid) of the listener's current
+	// connection; 0 before it connected. Its application_name is toolgen-wake.
+	BackendPID uint32
 }
 
 // WakeStats reports the listener's counts (zero before the first Subscribe).
@@ -100,7 +103,7 @@ func (s *Store) WakeStats() WakeStats {
 		return WakeStats{}
 	}
 	return WakeStats{Connects: l.connects.Load(), Failures: l.failures.Load(),
-		Statements: l.statements.Load(), Notifications: l.notifications.Load()}
+		Statements: l.statements.Load(), Notifications: l.notifications.Load(), BackendPID: l.backendPID()}
 }
 
 // listener returns the store's listener, starting it on first use; nil with
