@@ -2,6 +2,11 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +17,7 @@ import (
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/postgres"
 	"github.com/toolgen/toolgen/runtime/store/postgres/pgtest"
+	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
 // The approval hold waits for wake-ups (store.Waker, issue 16 point 4). These tests
@@ -152,4 +158,154 @@ func TestHold_WokenInProcess_SQLite(t *testing.T) {
 	<-sig.firstRead
 	decide(t, st)
 	wantApprovedRun(t, h, done, tool, 2)
+}
+
+// latencyStore times, for one held call at a time, the hold's first read and its
+// claim of the approved call.
+type latencyStore struct {
+	store.Store
+	mu      sync.Mutex
+	read    chan struct{} // closed at the first ApprovalGet of the armed call
+	claimed chan time.Time
+}
+
+func (l *latencyStore) Unwrap() store.Store { return l.Store }
+
+func (l *latencyStore) arm() (read <-chan struct{}, claimed <-chan time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.read, l.claimed = make(chan struct{}), make(chan time.Time, 1)
+	return l.read, l.claimed
+}
+
+func (l *latencyStore) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
+	a, err := l.Store.ApprovalGet(ctx, key)
+	l.mu.Lock()
+	if l.read != nil {
+		close(l.read)
+		l.read = nil
+	}
+	l.mu.Unlock()
+	return a, err
+}
+
+func (l *latencyStore) InvocationClaimIfPending(ctx context.Context, id int64, owner string, lease time.Duration) (*store.Invocation, error) {
+	at := time.Now()
+	l.mu.Lock()
+	select {
+	case l.claimed <- at:
+	default:
+	}
+	l.mu.Unlock()
+	return l.Store.InvocationClaimIfPending(ctx, id, owner, lease)
+}
+
+// BenchmarkApprovalWakeup: how long after another process's decision committed (its
+// ApprovalDecide returned) a held call's hold claims the approved call: PostgreSQL
+// with LISTEN/NOTIFY against the same store polled every 200 ms (the default
+// ApprovalPoll, WithoutWakeups), and SQLite with an in-process decision against its
+// poll. Each op is one held call, decided at a random instant (uniform over 250 ms)
+// after the hold's first read; the latency percentiles are reported as metrics.
+//
+//	TOOLGEN_PG_DSN=... go test -run XXX -bench BenchmarkApprovalWakeup -benchtime 100x ./runtime/
+func BenchmarkApprovalWakeup(b *testing.B) {
+	b.Run("postgres/notify", func(b *testing.B) { benchApprovalWakeup(b, "postgres", true) })
+	b.Run("postgres/poll-200ms", func(b *testing.B) { benchApprovalWakeup(b, "postgres", false) })
+	b.Run("sqlite/in-process", func(b *testing.B) { benchApprovalWakeup(b, "sqlite", true) })
+	b.Run("sqlite/poll-200ms", func(b *testing.B) { benchApprovalWakeup(b, "sqlite-other", false) })
+}
+
+func benchApprovalWakeup(b *testing.B, driver string, wake bool) {
+	var st, decider store.Store
+	switch driver {
+	case "postgres":
+		pg, schema := pgtest.Open(b)
+		var opts []postgres.Option
+		if !wake {
+			opts = append(opts, postgres.WithoutWakeups())
+		}
+		mine, err := postgres.Open(context.Background(), pgtest.DSN(b), append(opts, postgres.WithSchema(schema))...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { mine.Close() })
+		st, decider = mine, pg // pg: the other process, which decides
+		if wake {
+			sub := mine.Subscribe(store.CatalogTopic())
+			defer sub.Close()
+			<-sub.Ready()
+		}
+	case "sqlite":
+		var err error
+		if st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "toolgen.db")); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		decider = st
+	case "sqlite-other": // the decision through another handle: found by the poll
+		path := filepath.Join(b.TempDir(), "toolgen.db")
+		var err error
+		if st, err = sqlite.Open(context.Background(), path); err != nil {
+			b.Fatal(err)
+		}
+		if decider, err = sqlite.Open(context.Background(), path); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close(); decider.Close() })
+	}
+	held := newTestTool("demo.deploy", runtime.SideEffectWrite, runtime.NonIdempotent)
+	held.spec.Risk = runtime.RiskCritical
+	lat := &latencyStore{Store: st}
+	reg := runtime.NewRegistry()
+	if err := reg.Register(held); err != nil {
+		b.Fatal(err)
+	}
+	p, err := runtime.NewPipeline(runtime.Config{Registry: reg, Store: lat, WorkerID: "w1",
+		Artifacts: runtime.NewFSArtifactWriter(b.TempDir())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var lats []time.Duration
+	runID := fmt.Sprintf("r-%d", time.Now().UnixNano()) // the benchmark runs again with a larger b.N
+	b.ResetTimer()
+	for i := range b.N {
+		// distinct arguments: the breaker refuses the fifth identical call of a run
+		callID, args := fmt.Sprintf("c-%d", i), fmt.Sprintf(`{"n":%d}`, i)
+		read, claimed := lat.arm()
+		done := make(chan error, 1)
+		go func() {
+			o, err := p.Execute(ctx, runtime.Call{Tenant: "acme", Principal: alice, SessionID: "s1", RunID: runID, Step: 1,
+				CallID: callID, Tool: "demo.deploy", Args: json.RawMessage(args),
+				ContextTrust: []runtime.Trust{runtime.TrustUser}, ArgumentTrust: runtime.TrustUser})
+			if err == nil && o.Status != runtime.OutcomeSucceeded {
+				err = fmt.Errorf("outcome %s/%s", o.Status, o.ReasonCode)
+			}
+			done <- err
+		}()
+		<-read
+		// The approver arrives at a random instant of the hold, not right after a read:
+		// uniform over 250 ms, longer than one poll.
+		time.Sleep(time.Duration(rand.Int64N(int64(250 * time.Millisecond))))
+		key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: runID, Step: 1, CallID: callID,
+			Tool: "demo.deploy", ToolVersion: 1, CanonicalArgs: []byte(args)})
+		if err := decider.ApprovalDecide(ctx, store.Approval{Key: key, Tenant: "acme", Approved: true, DecidedBy: "bob"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		decided := time.Now()
+		at := <-claimed
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		lats = append(lats, at.Sub(decided))
+	}
+	b.StopTimer()
+	slices.Sort(lats)
+	pct := func(q float64) float64 {
+		return float64(lats[min(len(lats)-1, int(q*float64(len(lats))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.9), "p90-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(lats[len(lats)-1].Microseconds())/1000, "max-ms")
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +92,25 @@ func (s *streamStates) waitIdle(n int) map[int]int {
 				out[i] = s.reads[i]
 			}
 			return out
+		}
+		s.cond.Wait()
+	}
+}
+
+// waitReads blocks until every one of n streams has read the store at least want times.
+func (s *streamStates) waitReads(n, want int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		all := true
+		for i := range n {
+			if s.reads[i] < want {
+				all = false
+				break
+			}
+		}
+		if all {
+			return
 		}
 		s.cond.Wait()
 	}
@@ -228,4 +249,69 @@ func TestIdleStreams_NoQueriesBetweenEvents_Postgres(t *testing.T) {
 	}
 	t.Logf("store statements by the streams for 3 events: %d; listener: %d statements, %d notifications",
 		reads1-reads0, stats1.Statements-stats0.Statements, stats1.Notifications-stats0.Notifications)
+}
+
+// BenchmarkIdleStreams: the statements 1,000 idle /events streams (10 tenants) make
+// on PostgreSQL in a window without events (TOOLGEN_BENCH_IDLE, default 20s): with
+// wake-ups at the default fallback interval (postgres.DefaultWakeFallback) against
+// the same streams polling every 200 ms (postgres.WithoutWakeups, the behaviour
+// before), in the same run. Reported per second, the listener's own statements
+// included.
+//
+//	TOOLGEN_PG_DSN=... go test -run XXX -bench BenchmarkIdleStreams -benchtime 1x ./internal/events/
+func BenchmarkIdleStreams(b *testing.B) {
+	window := 20 * time.Second
+	if v := os.Getenv("TOOLGEN_BENCH_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		window = d
+	}
+	b.Run("postgres/notify", func(b *testing.B) { benchIdleStreams(b, window, true) })
+	b.Run("postgres/poll-200ms", func(b *testing.B) { benchIdleStreams(b, window, false) })
+}
+
+func benchIdleStreams(b *testing.B, window time.Duration, wake bool) {
+	const streams, tenants = 1000, 10
+	_, schema := pgtest.Open(b)
+	opts := []postgres.Option{postgres.WithSchema(schema)}
+	if !wake {
+		opts = append(opts, postgres.WithoutWakeups())
+	}
+	st, err := postgres.Open(context.Background(), pgtest.DSN(b), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	counting := &countingStore{Store: st}
+	o := Options{Store: counting}
+	h, err := NewHandler(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer func() { h.Close(); srv.Close() }()
+	states := newStreamStates()
+	h.testHook = states.hook
+	rc := &received{n: map[int]int{}}
+	rc.cond = sync.NewCond(&rc.mu)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range b.N {
+		openStreams(b, ctx, srv.URL, streams, tenants, rc)
+		if wake {
+			states.waitIdle(streams)
+		} else {
+			states.waitReads(streams, 2)
+		}
+		reads0, stats0 := counting.count(), st.WakeStats()
+		time.Sleep(window) // the measured window: nothing is written
+		reads, stats := counting.count()-reads0, st.WakeStats()
+		listener := stats.Statements - stats0.Statements
+		secs := window.Seconds()
+		b.ReportMetric(float64(reads)/secs, "stream-queries/s")
+		b.ReportMetric(float64(listener)/secs, "listener-queries/s")
+		b.ReportMetric(float64(reads)/secs/streams*60, "queries/stream/min")
+	}
 }

@@ -28,8 +28,8 @@ const (
 	// TopicApproval: a decision (approval or denial) on one held call
 	// (Store.ApprovalDecide).
 	TopicApproval TopicKind = iota + 1
-	// TopicCall: one call's row was recorded or changed status (claimed, settled,
-	// released, resolved, ...).
+	// TopicCall: one call's row changed status (claimed, settled, released,
+	// resolved, ...).
 	TopicCall
 	// TopicEvents: an event of one tenant was appended (a call's milestone,
 	// Store.EventAppend, a catalog change's catalog_drift), or of any tenant.

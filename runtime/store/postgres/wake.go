@@ -231,7 +231,16 @@ func (l *listener) session() (wasUp bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer conn.Close(context.Background())
+	defer func() {
+		if l.ctx.Err() != nil && !conn.IsClosed() {
+			// The store is closing: drop this listener's registrations now rather than
+			// let writers notify them until they expire.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			conn.Exec(ctx, wakeUnregisterSQL, l.id)
+			cancel()
+		}
+		conn.Close(context.Background())
+	}()
 	l.mu.Lock()
 	l.pid = conn.PgConn().PID()
 	l.mu.Unlock()
@@ -365,4 +374,6 @@ WITH upserted AS (
 )
 DELETE FROM wake_interest
 WHERE (listener = $1 AND NOT (topic = ANY ($2::text[]))) OR expires_at < now() - interval '1 hour'`
+
+	wakeUnregisterSQL = `DELETE FROM wake_interest WHERE listener = $1`
 )

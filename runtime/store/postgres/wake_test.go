@@ -232,3 +232,35 @@ func TestWake_WithoutWakeups(t *testing.T) {
 		t.Fatal("a listener without wake-ups")
 	}
 }
+
+// TestWake_RegistrationsFollowSubscriptions: a hot topic is registered while it has
+// subscriptions, and a closing store drops its registrations.
+func TestWake_RegistrationsFollowSubscriptions(t *testing.T) {
+	s := newTestStore(t)
+	other := reopen(t, s)
+	registered := func() int {
+		t.Helper()
+		var n int
+		if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM wake_interest WHERE expires_at > now()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := other.Subscribe(store.EventsTopic("acme"))
+	b := other.Subscribe(store.EventsTopic("acme")) // the same topic: one registration
+	c := other.Subscribe(store.CallTopic("acme", "k1"))
+	d := other.Subscribe(store.ApprovalTopic("acme", "k1")) // always notified: none
+	for _, sub := range []*store.Subscription{a, b, c, d} {
+		waitReady(t, sub)
+	}
+	if n := registered(); n != 2 {
+		t.Errorf("%d registrations for two hot topics", n)
+	}
+	for _, sub := range []*store.Subscription{a, b, c, d} {
+		sub.Close()
+	}
+	other.Close()
+	if n := registered(); n != 0 {
+		t.Errorf("%d registrations after the store closed", n)
+	}
+}

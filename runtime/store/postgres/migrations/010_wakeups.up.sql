@@ -62,7 +62,6 @@ CREATE TRIGGER wake_catalog AFTER INSERT ON mcp_catalog_history
 -- every event: a call's milestones (the triggers of 003), EventAppend, catalog_drift
 CREATE TRIGGER wake_events AFTER INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION wake_notify();
-CREATE TRIGGER wake_call_insert AFTER INSERT ON tool_invocations
-    FOR EACH ROW EXECUTE FUNCTION wake_notify();
+-- a call's status changes (a waiter waits on a row it has read: its insert wakes nobody)
 CREATE TRIGGER wake_call_status AFTER UPDATE OF status ON tool_invocations
     FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION wake_notify();
