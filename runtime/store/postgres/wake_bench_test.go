@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
+	"os"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +14,8 @@ import (
 )
 
 // BenchmarkWakeTriggerCost: what migration 010's notifications cost the calls
-// themselves. Each op is one call of the write-idempotent shape (an INSERT RUNNING and
-// a fenced settle: two commits, each writing an event), by 1 or 16 callers, on:
+// themselves. A call is the write-idempotent shape (an INSERT RUNNING and a fenced
+// settle: two commits, each writing an event), made by 1 or 16 callers, on:
 //
 //   - no-010: the schema before migration 010 (no wake-up triggers);
 //   - 010-unwatched: with 010, nobody waiting (the events' trigger finds no
@@ -22,11 +24,21 @@ import (
 //     'e*'): every commit notifies, and notifying commits serialize on PostgreSQL's
 //     notification lock.
 //
-// Run it with
+// The three run interleaved in one-second slices (A B C, then C B A, ...) until each
+// has run TOOLGEN_BENCH_CELL (default 6s), so that load from elsewhere falls on all of
+// them alike; each is reported in calls/s. Run it with
 //
-//	TOOLGEN_PG_DSN=... go test -run XXX -bench BenchmarkWakeTriggerCost -benchtime 5s -count 3 ./runtime/store/postgres/
+//	TOOLGEN_PG_DSN=... go test -run XXX -bench BenchmarkWakeTriggerCost -benchtime 1x ./runtime/store/postgres/
 func BenchmarkWakeTriggerCost(b *testing.B) {
 	ctx := context.Background()
+	cell := 6 * time.Second
+	if v := os.Getenv("TOOLGEN_BENCH_CELL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cell = d
+	}
 	open := func(b *testing.B) *Store {
 		s := newTestStore(b)
 		return reopenB(b, s, WithMaxConns(16))
@@ -43,41 +55,59 @@ func BenchmarkWakeTriggerCost(b *testing.B) {
 		for range sub.C() {
 		}
 	}()
+	configs := []struct {
+		name string
+		s    *Store
+	}{{"no-010", before}, {"010-unwatched", unwatched}, {"010-watched", watched}}
 	var seq atomic.Int64
-	for _, callers := range []int{1, 16} {
-		for _, c := range []struct {
-			name string
-			s    *Store
-		}{{"no-010", before}, {"010-unwatched", unwatched}, {"010-watched", watched}} {
-			b.Run(fmt.Sprintf("%s/callers-%d", c.name, callers), func(b *testing.B) {
-				call := func() {
-					n := seq.Add(1)
-					inv, _, err := c.s.InvocationInsert(ctx, store.InsertParams{Key: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), n),
-						Tenant: fmt.Sprintf("tenant-%d", n%10), Tool: "demo.put", ToolVersion: 1, Idempotency: store.IdempotencyIdempotent,
-						Decision: store.DecisionAllow, Status: store.StatusRunning, Owner: "w", Lease: time.Minute})
-					if err != nil {
+	call := func(s *Store) error {
+		n := seq.Add(1)
+		inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), n),
+			Tenant: fmt.Sprintf("tenant-%d", n%10), Tool: "demo.put", ToolVersion: 1, Idempotency: store.IdempotencyIdempotent,
+			Decision: store.DecisionAllow, Status: store.StatusRunning, Owner: "w", Lease: time.Minute})
+		if err != nil {
+			return err
+		}
+		return s.InvocationSettleIfLeased(ctx, inv.Fence(), store.Settlement{Status: store.StatusSucceeded, Outcome: []byte(`{"ok":true}`)})
+	}
+	// slice runs callers goroutines making calls on s for d; it returns the calls made.
+	slice := func(s *Store, callers int, d time.Duration) int64 {
+		var calls atomic.Int64
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for time.Now().Before(deadline) {
+					if err := call(s); err != nil {
 						b.Error(err)
 						return
 					}
-					if err := c.s.InvocationSettleIfLeased(ctx, inv.Fence(), store.Settlement{Status: store.StatusSucceeded,
-						Outcome: []byte(`{"ok":true}`)}); err != nil {
-						b.Error(err)
-					}
+					calls.Add(1)
 				}
-				if callers == 1 {
-					for range b.N {
-						call()
-					}
-					return
-				}
-				b.SetParallelism(callers / max(1, goruntime.GOMAXPROCS(0)))
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						call()
-					}
-				})
 			})
 		}
+		wg.Wait()
+		return calls.Load()
+	}
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("callers-%d", callers), func(b *testing.B) {
+			for range b.N {
+				calls := make([]int64, len(configs))
+				took := make([]time.Duration, len(configs))
+				order := []int{0, 1, 2}
+				for took[0] < cell {
+					for _, i := range order {
+						start := time.Now()
+						calls[i] += slice(configs[i].s, callers, time.Second)
+						took[i] += time.Since(start)
+					}
+					slices.Reverse(order)
+				}
+				for i, c := range configs {
+					b.ReportMetric(float64(calls[i])/took[i].Seconds(), c.name+"-calls/s")
+				}
+			}
+		})
 	}
 }
 
