@@ -1,12 +1,13 @@
 package store
 
 import (
-	"crypto/md5"
+	"crypto/sha256"
 	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Wake-ups (issue 16, point 4). A waiter — an approval hold, a stream of events, a
@@ -83,10 +84,11 @@ const (
 	WireEventsAll = "e*"
 )
 
-// Wire is t's name in notifications: a kind byte, then the lowercase hex MD5 of
-// "<bytes of tenant>:<tenant><key>" (what PostgreSQL computes as
-// md5(octet_length(tenant) || ':' || tenant || key)); "c" for the catalog and
-// WireEventsAll for every tenant's events. The hash is for routing, not secrecy: two
+// Wire is t's name in notifications: a kind byte, then the first 32 lowercase hex
+// digits of the SHA-256 of "<characters in tenant>:<tenant><key>" (what PostgreSQL
+// computes as left(encode(sha256(convert_to(length(tenant) || ':' || tenant || key,
+// 'UTF8')), 'hex'), 32)); "c" for the catalog and WireEventsAll for every tenant's
+// events. The hash is for routing, not secrecy: two
 // topics that collide only wake each other's waiters, which read the store and find
 // nothing new.
 func (t Topic) Wire() string {
@@ -107,8 +109,8 @@ func (t Topic) Wire() string {
 }
 
 func wireHash(tenant, key string) string {
-	sum := md5.Sum([]byte(strconv.Itoa(len(tenant)) + ":" + tenant + key))
-	return hex.EncodeToString(sum[:])
+	sum := sha256.Sum256([]byte(strconv.Itoa(utf8.RuneCountInString(tenant)) + ":" + tenant + key))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Waker is the role of a store that wakes waiters when a write they wait for commits.

@@ -358,7 +358,7 @@ const (
 	// wakeChannelSQL is the channel migration 010's triggers notify: named after the
 	// schema of the tables this connection's search_path finds (TG_TABLE_SCHEMA there).
 	wakeChannelSQL = `
-SELECT 'toolgen_wake_' || md5(n.nspname)
+SELECT 'toolgen_wake_' || left(encode(sha256(convert_to(n.nspname, 'UTF8')), 'hex'), 32)
 FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
 WHERE c.oid = 'events'::regclass`
 

@@ -61,8 +61,10 @@ func TestWake_WireNamesAreMigration010s(t *testing.T) {
 	s := newTestStore(t)
 	for _, c := range []struct{ tenant, key string }{{"", ""}, {"acme", "0f3a"}, {"tenant-ä", "k:1"}, {"日本", "x"}} {
 		var approval, events string
-		err := s.pool.QueryRow(t.Context(), `SELECT 'a' || md5(octet_length($1::text) || ':' || $1 || $2),
-			'e' || md5(octet_length($1::text) || ':' || $1)`, c.tenant, c.key).Scan(&approval, &events)
+		err := s.pool.QueryRow(t.Context(), `SELECT
+			'a' || left(encode(sha256(convert_to(length($1::text) || ':' || $1 || $2, 'UTF8')), 'hex'), 32),
+			'e' || left(encode(sha256(convert_to(length($1::text) || ':' || $1, 'UTF8')), 'hex'), 32)`,
+			c.tenant, c.key).Scan(&approval, &events)
 		if err != nil {
 			t.Fatal(err)
 		}

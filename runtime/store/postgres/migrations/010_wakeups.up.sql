@@ -3,13 +3,14 @@
 -- sent in the transaction of the write it waits for, instead of reading the store
 -- every 200 ms. Numbered 010, leaving 009 to the sessions and tasks of issue 16.
 --
--- Channel: toolgen_wake_<md5 of the tables' schema>, so stores in other schemas of the
+-- Channel: toolgen_wake_<hash of the tables' schema>, so stores in other schemas of the
 -- database (a test's, another deployment's) never wake each other. Payload: a kind
--- byte and a hash (store.Topic.Wire): 'a' || md5(octet_length(tenant) || ':' ||
--- tenant || key) for a decision on a held call, 'k' || the same for a call's status,
--- 'e' || md5(octet_length(tenant) || ':' || tenant) for a tenant's events, 'c' for
--- the catalog history. No id in clear: whoever else listens on the database learns
--- only that something was written.
+-- byte and a hash (store.Topic.Wire): 'a' || h(length(tenant) || ':' || tenant || key)
+-- for a decision on a held call, 'k' || the same for a call's status, 'e' ||
+-- h(length(tenant) || ':' || tenant) for a tenant's events, 'c' for the catalog
+-- history, where h is the first 32 hex digits of the SHA-256 of the UTF-8 bytes
+-- (SHA-256, not md5(), which a FIPS-mode server refuses). No id in clear: whoever
+-- else listens on the database learns only that something was written.
 --
 -- A notifying transaction takes a lock that serializes the commits of every notifying
 -- transaction of the cluster (PreCommit_Notify), which costs group commit under load.
@@ -35,22 +36,22 @@ DECLARE
 BEGIN
     CASE TG_TABLE_NAME
     WHEN 'approvals' THEN
-        payload := 'a' || md5(octet_length(NEW.tenant) || ':' || NEW.tenant || NEW.key);
+        payload := 'a' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant || NEW.key, 'UTF8')), 'hex'), 32);
     WHEN 'mcp_catalog_history' THEN
         payload := 'c';
     WHEN 'events' THEN
-        payload := 'e' || md5(octet_length(NEW.tenant) || ':' || NEW.tenant);
+        payload := 'e' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant, 'UTF8')), 'hex'), 32);
         IF NOT EXISTS (SELECT 1 FROM wake_interest AS w
                 WHERE w.topic IN (payload, 'e*') AND w.expires_at > now()) THEN
             RETURN NULL;
         END IF;
     ELSE -- tool_invocations
-        payload := 'k' || md5(octet_length(NEW.tenant) || ':' || NEW.tenant || NEW.key);
+        payload := 'k' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant || NEW.key, 'UTF8')), 'hex'), 32);
         IF NOT EXISTS (SELECT 1 FROM wake_interest AS w WHERE w.topic = payload AND w.expires_at > now()) THEN
             RETURN NULL;
         END IF;
     END CASE;
-    PERFORM pg_notify('toolgen_wake_' || md5(TG_TABLE_SCHEMA), payload);
+    PERFORM pg_notify('toolgen_wake_' || left(encode(sha256(convert_to(TG_TABLE_SCHEMA, 'UTF8')), 'hex'), 32), payload);
     RETURN NULL;
 END
 $$;
