@@ -364,7 +364,8 @@ WHERE c.oid = 'events'::regclass`
 
 	// wakeRegisterSQL: $1 the listener, $2 its topics, $3 the registrations' lifetime
 	// in microseconds. One statement: upsert the topics, drop the listener's others
-	// and everyone's long-expired ones.
+	// and everyone's expired ones (a process that died), so that a call nobody waits
+	// for finds the table empty.
 	wakeRegisterSQL = `
 WITH upserted AS (
 	INSERT INTO wake_interest (topic, listener, expires_at)
@@ -373,7 +374,7 @@ WITH upserted AS (
 	RETURNING 1
 )
 DELETE FROM wake_interest
-WHERE (listener = $1 AND NOT (topic = ANY ($2::text[]))) OR expires_at < now() - interval '1 hour'`
+WHERE (listener = $1 AND NOT (topic = ANY ($2::text[]))) OR expires_at < now()`
 
 	wakeUnregisterSQL = `DELETE FROM wake_interest WHERE listener = $1`
 )

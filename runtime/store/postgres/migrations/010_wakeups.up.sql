@@ -17,9 +17,14 @@
 -- So the hot topics — a tenant's events, a call's status, written by every call — are
 -- notified only while someone waits for them: a listener registers the topics its
 -- process waits for in wake_interest (refreshed every few seconds, expiring after a
--- minute if its process is gone), and the trigger notifies only a topic with a live
--- registration ('e*' registers every tenant's events). Decisions and catalog changes
--- are rare and always notify.
+-- minute if its process is gone), and only a topic with a live registration is
+-- notified ('e*' registers every tenant's events). Decisions and catalog changes are
+-- rare and always notify.
+--
+-- A call's milestones are notified by 003's trigger function itself (replaced below:
+-- one statement more in the function every milestone already runs, rather than a
+-- trigger function more per event); the events no row reports (EventAppend) by a
+-- trigger on events that fires for direct inserts only.
 
 -- UNLOGGED: registrations are rebuilt by their listeners after a crash or failover,
 -- and refreshing them writes no WAL.
@@ -30,28 +35,65 @@ CREATE UNLOGGED TABLE wake_interest (
     PRIMARY KEY (topic, listener)
 );
 
-CREATE FUNCTION wake_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+-- wake_hash is h above (inlined where it is called).
+CREATE FUNCTION wake_hash(s text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT left(encode(sha256(convert_to(s, 'UTF8')), 'hex'), 32) $$;
+
+-- wake_registered notifies, on the channel of schema, each payload of payloads that a
+-- listener registered ('e*' stands for every 'e' payload).
+CREATE FUNCTION wake_registered(schema name, payloads text[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    payload text;
+    p text;
+BEGIN
+    FOR p IN SELECT DISTINCT x FROM unnest(payloads) AS x
+        WHERE EXISTS (SELECT 1 FROM wake_interest AS w
+            WHERE w.topic IN (x, CASE WHEN x LIKE 'e%' THEN 'e*' END) AND w.expires_at > now()) LOOP
+        PERFORM pg_notify('toolgen_wake_' || wake_hash(schema), p);
+    END LOOP;
+END
+$$;
+
+-- 003's function, and then: wake the waiters of the tenant's events and, for an update
+-- (a status change, a watermark, a suspension, a resolution), of the call.
+CREATE OR REPLACE FUNCTION tool_invocations_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- back in PENDING: an approved call released for a retry waits for no one
+    IF TG_ARGV[0] = 'held' AND TG_OP = 'UPDATE' AND EXISTS (SELECT 1 FROM approvals WHERE key = NEW.key) THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO events (kind, tenant, session_id, run_id, invocation_id, step_number, call_id, tool, status,
+        reason_code, mode, decision, idempotency, origin_trust, argument_trust, attempt, duration_us, at)
+    VALUES (TG_ARGV[0], NEW.tenant, NEW.session_id, NEW.run_id, NEW.id, NEW.step_number, NEW.call_id, NEW.tool,
+        NEW.status, NEW.reason_code, NEW.mode, NEW.decision, NEW.idempotency, NEW.origin_trust,
+        NEW.argument_trust, NEW.attempt,
+        -- settled and uncertain after a record: the time from the record to the settlement
+        CASE WHEN TG_OP = 'UPDATE' AND TG_ARGV[0] IN ('settled', 'uncertain')
+            THEN (extract(epoch FROM NEW.updated_at - NEW.created_at) * 1000000)::bigint END,
+        NEW.updated_at);
+    -- nobody waits (the common case): one look at an empty table, no notification
+    IF EXISTS (SELECT 1 FROM wake_interest WHERE expires_at > now()) THEN
+        PERFORM wake_registered(TG_TABLE_SCHEMA, ARRAY[
+            'e' || wake_hash(length(NEW.tenant) || ':' || NEW.tenant),
+            CASE WHEN TG_OP = 'UPDATE' THEN 'k' || wake_hash(length(NEW.tenant) || ':' || NEW.tenant || NEW.key) END]);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- Decisions, catalog changes (with their catalog_drift event, which no tenant owns,
+-- before the change itself) and the events no row reports.
+CREATE FUNCTION wake_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     CASE TG_TABLE_NAME
     WHEN 'approvals' THEN
-        payload := 'a' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant || NEW.key, 'UTF8')), 'hex'), 32);
+        PERFORM pg_notify('toolgen_wake_' || wake_hash(TG_TABLE_SCHEMA),
+            'a' || wake_hash(length(NEW.tenant) || ':' || NEW.tenant || NEW.key));
     WHEN 'mcp_catalog_history' THEN
-        payload := 'c';
-    WHEN 'events' THEN
-        payload := 'e' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant, 'UTF8')), 'hex'), 32);
-        IF NOT EXISTS (SELECT 1 FROM wake_interest AS w
-                WHERE w.topic IN (payload, 'e*') AND w.expires_at > now()) THEN
-            RETURN NULL;
-        END IF;
-    ELSE -- tool_invocations
-        payload := 'k' || left(encode(sha256(convert_to(length(NEW.tenant) || ':' || NEW.tenant || NEW.key, 'UTF8')), 'hex'), 32);
-        IF NOT EXISTS (SELECT 1 FROM wake_interest AS w WHERE w.topic = payload AND w.expires_at > now()) THEN
-            RETURN NULL;
-        END IF;
+        PERFORM wake_registered(TG_TABLE_SCHEMA, ARRAY['e' || wake_hash('0:')]);
+        PERFORM pg_notify('toolgen_wake_' || wake_hash(TG_TABLE_SCHEMA), 'c');
+    ELSE -- events
+        PERFORM wake_registered(TG_TABLE_SCHEMA, ARRAY['e' || wake_hash(length(NEW.tenant) || ':' || NEW.tenant)]);
     END CASE;
-    PERFORM pg_notify('toolgen_wake_' || left(encode(sha256(convert_to(TG_TABLE_SCHEMA, 'UTF8')), 'hex'), 32), payload);
     RETURN NULL;
 END
 $$;
@@ -60,9 +102,7 @@ CREATE TRIGGER wake_approvals AFTER INSERT ON approvals
     FOR EACH ROW EXECUTE FUNCTION wake_notify();
 CREATE TRIGGER wake_catalog AFTER INSERT ON mcp_catalog_history
     FOR EACH ROW EXECUTE FUNCTION wake_notify();
--- every event: a call's milestones (the triggers of 003), EventAppend, catalog_drift
+-- direct inserts only (EventAppend): the triggers of 003 insert the others, and
+-- notify them themselves
 CREATE TRIGGER wake_events AFTER INSERT ON events
-    FOR EACH ROW EXECUTE FUNCTION wake_notify();
--- a call's status changes (a waiter waits on a row it has read: its insert wakes nobody)
-CREATE TRIGGER wake_call_status AFTER UPDATE OF status ON tool_invocations
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION wake_notify();
+    FOR EACH ROW WHEN (pg_trigger_depth() = 0) EXECUTE FUNCTION wake_notify();
