@@ -118,6 +118,9 @@ type TestConfig struct {
 	AfterStep func(step string)
 	// ApprovalPoll is runtime.Config.ApprovalPoll.
 	ApprovalPoll time.Duration
+	// EpochPoll is how often the forced-epoch watcher reads the catalog history
+	// without a wake-up of the store (0 is a second; see watchForcedEpochs).
+	EpochPoll time.Duration
 }
 
 // AllBuiltins names every builtin tool, for Config.Builtins.

@@ -679,19 +679,25 @@ func (p *Pipeline) recorded(c *call, inv *store.Invocation) Outcome {
 // decision by another principal (POL-3), then claim. Past the bound the call ends
 // unavailable/approval_pending (retryable); its row stays PENDING and a retry with the
 // same key resumes the wait.
+//
+// The wait reads the decision when the store wakes it (store.Waker: on PostgreSQL a
+// notification from the decision's transaction, whichever process decided) and
+// otherwise every store.WaitInterval: ApprovalPoll on a store without wake-ups from
+// other processes, the store's fallback (seconds) on one with them.
 func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool, error) {
 	if c.decision.Verdict != VerdictNeedsApproval {
 		return Outcome{}, false, nil
 	}
 	holdCtx, cancel := context.WithTimeout(ctx, p.cfg.ApprovalHold)
 	defer cancel()
-	tick := time.NewTicker(p.cfg.ApprovalPoll)
-	defer tick.Stop()
-	observe, start := holdObserver(ctx), time.Now()
+	waker := store.WakerOf(p.cfg.Store)
+	// Subscribed before the first read: a decision committed after that read wakes it.
+	sub := waker.Subscribe(store.ApprovalTopic(c.inv.Tenant, c.key))
+	defer sub.Close()
+	w := newStoreWait(waker, sub, p.cfg.ApprovalPoll, holdObserver(ctx), p.cfg.ApprovalHold)
+	defer w.stop()
 	for {
-		if observe != nil {
-			observe(time.Since(start), p.cfg.ApprovalHold)
-		}
+		w.observe()
 		a, err := p.cfg.Store.ApprovalGet(holdCtx, c.key)
 		switch {
 		case err == nil && a.Approved:
@@ -700,7 +706,7 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 				// Another worker claimed the approved call first: a caller's concurrent
 				// retry, or a host's maintenance running approved calls. This caller
 				// still waits for the outcome, within its hold.
-				o, err := p.awaitRecorded(holdCtx, c, tick.C)
+				o, err := p.awaitRecorded(holdCtx, c)
 				return o, true, err
 			}
 			if err != nil {
@@ -717,18 +723,23 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 		case !errors.Is(err, store.ErrNotFound) && holdCtx.Err() == nil:
 			return Outcome{}, false, fmt.Errorf("runtime: read approval: %w", err)
 		}
-		select {
-		case <-holdCtx.Done():
+		if !w.wait(holdCtx) {
 			return NewOutcome(ReasonApprovalPending, c.CallID), true, nil
-		case <-tick.C:
 		}
 	}
 }
 
-// awaitRecorded waits, polling at tick until ctx ends, for the held call another
-// worker claimed to reach a terminal row, and returns its recorded outcome; past the
-// bound the call is still in progress (retryable: the caller's retry finds it).
-func (p *Pipeline) awaitRecorded(ctx context.Context, c *call, tick <-chan time.Time) (Outcome, error) {
+// awaitRecorded waits, until ctx ends, for the held call another worker claimed to
+// reach a terminal row, and returns its recorded outcome; past the bound the call is
+// still in progress (retryable: the caller's retry finds it). It reads the row when
+// the store wakes it for the call's status (store.CallTopic) and otherwise as the
+// hold does.
+func (p *Pipeline) awaitRecorded(ctx context.Context, c *call) (Outcome, error) {
+	waker := store.WakerOf(p.cfg.Store)
+	sub := waker.Subscribe(store.CallTopic(c.inv.Tenant, c.inv.Key))
+	defer sub.Close()
+	w := newStoreWait(waker, sub, p.cfg.ApprovalPoll, nil, 0)
+	defer w.stop()
 	for {
 		inv, err := p.cfg.Store.InvocationGet(ctx, c.inv.ID)
 		switch {
@@ -738,10 +749,8 @@ func (p *Pipeline) awaitRecorded(ctx context.Context, c *call, tick <-chan time.
 		case err != nil && ctx.Err() == nil:
 			return Outcome{}, fmt.Errorf("runtime: read claimed call: %w", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !w.wait(ctx) {
 			return NewOutcome(ReasonCallInProgress, c.CallID), nil
-		case <-tick:
 		}
 	}
 }

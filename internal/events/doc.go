@@ -17,6 +17,14 @@
 // its store cursor: "ID" on SQLite, "TX-ID" on PostgreSQL (store.EventCursor); "0" or no
 // id is the start of the stream; anything else is a 400.
 //
+// A stream that has caught up waits: for its tenant's events to be written, when the
+// store wakes it (store.Waker: on PostgreSQL a notification from the writing
+// transaction, whichever process wrote; on SQLite this process's own writes), and
+// otherwise reads the store every Options.Poll (200 ms) on a store that carries no
+// other processes' wake-ups, or at the store's fallback interval (5 s on PostgreSQL
+// while its listener listens). Idle streams therefore cost no query between events
+// beyond that interval, whatever their number (BENCHMARKS.md).
+//
 // Filters are query parameters: session, run and tenant. Tenant is a filter the caller
 // chooses, not an isolation boundary: until requests are authenticated (issue 8, ID-1
 // and ID-2), anyone who can reach the endpoint can read every tenant's classifications.

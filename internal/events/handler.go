@@ -29,8 +29,11 @@ const CaughtUpComment = "caught up"
 // Options configure [NewHandler].
 type Options struct {
 	Store store.Store
-	// Poll is how often a stream reads the store when it has caught up (default
-	// DefaultPoll); Handler.Wake reads at once.
+	// Poll is how often a stream reads the store when it has caught up and the store
+	// delivers no wake-ups of other processes' writes (default DefaultPoll). A store
+	// that does (store.Waker: PostgreSQL while its listener listens) wakes a stream
+	// when its tenant's events are written, and the stream reads it then and at the
+	// store's fallback interval (seconds) otherwise; Handler.Wake reads at once.
 	Poll time.Duration
 	// Heartbeat is how often an idle stream sends a comment line (default
 	// DefaultHeartbeat), so that proxies keep it open and clients see it alive.
@@ -65,6 +68,10 @@ type Handler struct {
 	wake   chan struct{} // closed and replaced by Wake
 	closed chan struct{} // closed by Close
 	once   sync.Once
+
+	// testHook, when set (tests only), is told of each stream's reads ("read") and of
+	// each wait longer than Poll ("idle").
+	testHook func(r *http.Request, what string)
 }
 
 // NewHandler returns a handler reading o.Store.
@@ -133,9 +140,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.Limit = h.o.Limit
 	ctx := r.Context()
+	// Subscribed before the first read: an event committed after it wakes the stream.
+	// The topic is the tenant's events (every tenant's for a stream without a tenant):
+	// another tenant's events never wake it; a session or run filter narrows the reads.
+	waker := store.WakerOf(h.o.Store)
+	sub := waker.Subscribe(store.EventsTopic(f.Tenant))
+	defer sub.Close()
 	// The first read decides the status: a cursor the driver refuses is the client's
 	// error, and nothing has been written yet.
 	wake := h.wakeChan()
+	h.hook(r, "read")
 	evs, err := h.o.Store.EventList(ctx, f)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
@@ -159,6 +173,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer heartbeat.Stop()
 	poll := time.NewTimer(h.o.Poll)
 	defer poll.Stop()
+	woken := false // the last read followed a wake-up of the store
 	for {
 		for _, ev := range evs {
 			s.event(FromStore(ev))
@@ -169,6 +184,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if err := s.flush(); err != nil {
 				return
 			}
+			woken = false
 		} else {
 			if once {
 				s.comment(CaughtUpComment)
@@ -178,12 +194,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if err := s.flush(); err != nil {
 				return
 			}
-			poll.Reset(h.o.Poll)
-			if !h.wait(ctx, s, poll.C, heartbeat.C, wake) {
+			next := store.WaitInterval(waker, h.o.Poll)
+			if woken && len(evs) == 0 {
+				// Woken, yet nothing to read: on PostgreSQL an event is readable only
+				// once every older writing transaction has ended (store.EventCursor),
+				// and one may still have been running. Read again after Poll, once,
+				// rather than after the fallback.
+				next = min(next, h.o.Poll)
+			}
+			poll.Reset(next)
+			if next > h.o.Poll {
+				h.hook(r, "idle")
+			}
+			var ok bool
+			if woken, ok = h.wait(ctx, s, poll.C, heartbeat.C, wake, sub.C()); !ok {
 				return
 			}
 		}
 		wake = h.wakeChan()
+		h.hook(r, "read")
 		if evs, err = h.o.Store.EventList(ctx, f); err != nil {
 			if ctx.Err() == nil {
 				// The client reconnects with its last id and misses nothing.
@@ -194,23 +223,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// wait blocks until the next read is due (poll or wake), writing heartbeats meanwhile;
-// false when the stream must end.
-func (h *Handler) wait(ctx context.Context, s *stream, poll, heartbeat <-chan time.Time, wake <-chan struct{}) bool {
+func (h *Handler) hook(r *http.Request, what string) {
+	if h.testHook != nil {
+		h.testHook(r, what)
+	}
+}
+
+// wait blocks until the next read is due (poll, Wake, or the store's wake-up), writing
+// heartbeats meanwhile; ok is false when the stream must end, woken true when the
+// store woke it.
+func (h *Handler) wait(ctx context.Context, s *stream, poll, heartbeat <-chan time.Time, wake, stored <-chan struct{}) (woken, ok bool) {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-h.closed:
-			return false
+			return false, false
 		case <-poll:
-			return true
+			return false, true
 		case <-wake:
-			return true
+			return false, true
+		case <-stored:
+			return true, true
 		case <-heartbeat:
 			s.comment("keepalive")
 			if s.flush() != nil {
-				return false
+				return false, false
 			}
 		}
 	}

@@ -48,5 +48,11 @@
 //   - The breaker's counts are one tenant's (InvocationBreakerCounts takes the tenant):
 //     rows of another tenant in a run of the same id never count.
 //
+// Besides [Store], a driver may implement the role [Waker] (wake.go): waiters (the
+// approval hold, the event stream, the catalog watcher) subscribe to a [Topic] and are
+// woken when a write of it commits, reading the store at a long fallback interval
+// instead of polling it; a consumer asks for the role with [WakerOf] and polls as
+// before when the store has none.
+//
 // store must never import runtime, spec, codegen or mcp: it knows rows, not tools.
 package store

@@ -18,6 +18,13 @@
 //     fresh schema. Migrations are embedded (migrations/NNN_name.{up,down}.sql) and
 //     applied by [Open] under an advisory lock.
 //   - JSON columns are json, not jsonb, so args and outcomes come back byte for byte.
+//   - Wake-ups (store.Waker) are LISTEN/NOTIFY: migration 010's triggers notify in the
+//     transaction of each write (decisions, catalog changes; a tenant's events and a
+//     call's status only while a listener has registered them, since a notifying
+//     commit serializes with every other), and one listener connection per Store,
+//     opened by the first Subscribe, fans them out in-process and reconnects on its own
+//     (wake.go). While it listens, waiters read the store every DefaultWakeFallback
+//     (5 s) at most without a wake-up; while it does not, at their own interval.
 //
 // Statements run on a bounded pgxpool (pool.go), prepared and cached per connection
 // (pgx's default exec mode). The hot path is kept close to a bare pgx loop: the SQL

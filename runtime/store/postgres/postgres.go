@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +22,15 @@ import (
 type Store struct {
 	pool   *pool
 	schema string // "" for the DSN's search_path
+
+	// wake-ups (wake.go): the listener starts at the first Subscribe
+	connConfig   *pgx.ConnConfig
+	wakeFallback time.Duration
+	noWakeups    bool
+	wakeHooks    *wakeHooks // tests only
+	wakeOnce     sync.Once
+	wake         atomic.Pointer[listener]
+	closed       atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -28,8 +39,10 @@ var _ store.Store = (*Store)(nil)
 type Option func(*options)
 
 type options struct {
-	schema   string
-	maxConns int
+	schema       string
+	maxConns     int
+	wakeFallback time.Duration
+	noWakeups    bool
 }
 
 // WithSchema keeps every table in schema (created if missing): the connections'
@@ -47,7 +60,7 @@ func WithMaxConns(n int) Option {
 // embedded migrations. synchronous_commit is left on (the server default) and
 // refused if the DSN turns it off: a watermark must be durable before the effect.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	o := options{maxConns: max(4, runtime.NumCPU())}
+	o := options{maxConns: max(4, runtime.NumCPU()), wakeFallback: DefaultWakeFallback}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -61,11 +74,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if o.schema != "" {
 		cfg.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
 	}
+	if o.wakeFallback <= 0 {
+		o.wakeFallback = DefaultWakeFallback
+	}
+	listenCfg := cfg.Copy() // before the pool owns cfg
 	pl, err := newPool(ctx, cfg, o.maxConns)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pl, schema: o.schema}
+	s := &Store{pool: pl, schema: o.schema, connConfig: listenCfg, wakeFallback: o.wakeFallback, noWakeups: o.noWakeups}
 	if err := s.migrateUp(ctx); err != nil {
 		s.pool.Close()
 		return nil, err
@@ -73,8 +90,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the pool's connections.
+// Close stops the wake-up listener and closes the pool's connections.
 func (s *Store) Close() error {
+	s.stopListener()
 	s.pool.Close()
 	return nil
 }

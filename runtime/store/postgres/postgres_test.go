@@ -19,7 +19,7 @@ import (
 )
 
 // dsn returns TOOLGEN_PG_DSN or skips the test.
-func dsn(t *testing.T) string {
+func dsn(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("TOOLGEN_PG_DSN")
 	if dsn == "" {
@@ -30,7 +30,7 @@ func dsn(t *testing.T) string {
 }
 
 // newTestStore opens a store in a fresh schema toolgen_test_<random>, dropped at cleanup.
-func newTestStore(t *testing.T) *Store {
+func newTestStore(t testing.TB) *Store {
 	t.Helper()
 	dsn := dsn(t)
 	b := make([]byte, 6)

@@ -30,6 +30,10 @@
 //   - Times are INTEGER microseconds since the Unix epoch from SQLite's clock in the
 //     statement (millisecond precision), never the caller's clock.
 //   - foreign_keys is on; tables are STRICT; the audit log is append-only (triggers).
+//   - Wake-ups (store.Waker) are in-process: a commit through this handle wakes this
+//     handle's waiters of its topics once it returns (the fenced writes return the
+//     row's tenant and key for it); other processes' writes are found by the waiters'
+//     own polling, so WakeFallback is 0 (wake.go).
 //
 // WAL needs a file: [Open] refuses ":memory:"; tests use a file in t.TempDir().
 // Migrations are embedded (migrations/NNN_name.{up,down}.sql) and applied by [Open].

@@ -33,6 +33,9 @@ func (s *Store) EventAppend(ctx context.Context, e store.Event) (int64, error) {
 		sql.Named("origin_trust", e.OriginTrust), sql.Named("argument_trust", e.ArgumentTrust),
 		sql.Named("attempt", e.Attempt), sql.Named("server_id", e.Server), sql.Named("change", e.Change),
 		sql.Named("duration_us", duration)).Scan(&id)
+	if err == nil {
+		s.hub.NotifyTopics(store.EventsTopic(e.Tenant))
+	}
 	return id, mapErr(err)
 }
 

@@ -12,6 +12,10 @@ const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_
 	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
 	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at, workspace`
 
+// wokenColumns are what a fenced write returns: the row's tenant and key, the topics
+// of the in-process wake-ups its commit sends (wake.go).
+const wokenColumns = `tenant, key`
+
 // fenced is the predicate of every write after a claim.
 const fenced = `id = :id AND status = 'RUNNING' AND lease_owner = :owner AND attempt = :attempt AND suspended_at IS NULL`
 
@@ -66,7 +70,8 @@ RETURNING ` + invocationColumns
 UPDATE tool_invocations
 SET effect_sent_at = COALESCE(effect_sent_at, ` + nowMicros + `), effect_token = :token, updated_at = ` + nowMicros + `
 WHERE ` + fenced + ` AND lease_expires_at > ` + nowMicros + `
-	AND (effect_sent_at IS NULL OR effect_token = :token)`
+	AND (effect_sent_at IS NULL OR effect_token = :token)
+RETURNING ` + wokenColumns
 
 	// invocationFenceHoldsSQL tells a lost lease from a foreign token after a zero-row watermark.
 	invocationFenceHoldsSQL = `
@@ -76,14 +81,16 @@ SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE ` + fenced + ` AND lease_exp
 UPDATE tool_invocations
 SET status = :status, reason_code = :reason_code, outcome = :outcome, watermark_missing = :watermark_missing,
 	lease_expires_at = NULL, updated_at = ` + nowMicros + `
-WHERE ` + fenced
+WHERE ` + fenced + `
+RETURNING ` + wokenColumns
 
 	invocationReleaseIfLeasedSQL = `
 UPDATE tool_invocations
 SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
 	earlier_effect_sent_at = COALESCE(earlier_effect_sent_at, effect_sent_at),
 	effect_sent_at = NULL, effect_token = NULL, updated_at = ` + nowMicros + `
-WHERE ` + fenced
+WHERE ` + fenced + `
+RETURNING ` + wokenColumns
 	// invocationReleasedAtSQL is the release's lost-ack check.
 	invocationReleasedAtSQL = `
 SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND status = 'PENDING' AND attempt = :attempt)`
@@ -97,7 +104,8 @@ SELECT EXISTS (SELECT 1 FROM tool_invocations
 UPDATE tool_invocations
 SET suspended_at = ` + nowMicros + `, resume_token = :resume_token, outcome = :outcome,
 	lease_expires_at = NULL, updated_at = ` + nowMicros + `
-WHERE ` + fenced
+WHERE ` + fenced + `
+RETURNING ` + wokenColumns
 
 	// invocationSuspendedByFenceSQL is the suspend's lost-ack check.
 	invocationSuspendedByFenceSQL = `

@@ -25,6 +25,7 @@ type Store struct {
 	w     writeStmts
 	r     readStmts
 	stmts []*sql.Stmt // all of w and r, for Close
+	hub   *store.Hub  // in-process wake-ups (wake.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -98,7 +99,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	s := &Store{path: path, write: write, read: read}
+	s := &Store{path: path, write: write, read: read, hub: newHub()}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -268,6 +269,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		if err != nil {
 			return nil, false, err
 		}
+		s.woke(inv)
 		return inv, true, nil
 	}
 	// The key exists: nothing was written; return that row. It was committed before
@@ -345,14 +347,18 @@ func (s *Store) InvocationClaimIfPending(ctx context.Context, id int64, owner st
 		}
 		return err
 	})
-	return inv, err
+	if err != nil {
+		return nil, err
+	}
+	s.woke(inv)
+	return inv, nil
 }
 
 func (s *Store) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
 	if token == "" {
 		return fmt.Errorf("%w: watermark without a token", store.ErrInvalid)
 	}
-	n, err := execRows(ctx, s.w.markEffectSent, fenceArgs(f, sql.Named("token", token))...)
+	n, err := s.execFenced(ctx, s.w.markEffectSent, fenceArgs(f, sql.Named("token", token))...)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -370,7 +376,7 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 	if err := st.Validate(); err != nil {
 		return err
 	}
-	n, err := execRows(ctx, s.w.settle, fenceArgs(f, settlementArgs(st)...)...)
+	n, err := s.execFenced(ctx, s.w.settle, fenceArgs(f, settlementArgs(st)...)...)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -382,7 +388,7 @@ func (s *Store) InvocationSettleIfLeased(ctx context.Context, f store.Fence, st 
 }
 
 func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) error {
-	n, err := execRows(ctx, s.w.release, fenceArgs(f)...)
+	n, err := s.execFenced(ctx, s.w.release, fenceArgs(f)...)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -399,7 +405,7 @@ func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, re
 	}
 	token := sql.Named("resume_token", resumeToken)
 	// a token held by another row is a unique violation: ErrConflict
-	n, err := execRows(ctx, s.w.suspend, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
+	n, err := s.execFenced(ctx, s.w.suspend, fenceArgs(f, token, sql.Named("outcome", nullJSON(outcome)))...)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -431,7 +437,11 @@ func (s *Store) InvocationResume(ctx context.Context, resumeToken string, st sto
 		}
 		return fmt.Errorf("%w: resume token", store.ErrNotFound)
 	})
-	return inv, err
+	if err != nil {
+		return nil, err
+	}
+	s.woke(inv)
+	return inv, nil
 }
 
 func (s *Store) InvocationRenewLeases(ctx context.Context, owner string, ids []int64, lease time.Duration) (int, error) {
@@ -464,6 +474,9 @@ func (s *Store) InvocationSweep(ctx context.Context, p store.SweepParams) ([]sto
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, sw := range swept {
+		s.woke(sw.Invocation)
 	}
 	return swept, nil
 }
@@ -527,6 +540,7 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	if err != nil {
 		return nil, err
 	}
+	s.woke(inv)
 	return inv, nil
 }
 
@@ -549,7 +563,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *sto
 	if err := store.ValidateDecisionAudit(a, audit); err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		n, err := execRows(ctx, tx.StmtContext(ctx, s.w.approvalDecide), sql.Named("key", a.Key), sql.Named("tenant", a.Tenant),
 			sql.Named("approved", a.Approved), sql.Named("decided_by", a.DecidedBy), sql.Named("reason", a.Reason))
 		if err != nil {
@@ -570,6 +584,10 @@ func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *sto
 		}
 		return fmt.Errorf("%w: no invocation %s in tenant %q", store.ErrNotFound, a.Key, a.Tenant)
 	})
+	if err == nil {
+		s.hub.NotifyTopics(store.ApprovalTopic(a.Tenant, a.Key))
+	}
+	return err
 }
 
 func (s *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
@@ -626,6 +644,10 @@ func (s *Store) CatalogHistoryAppend(ctx context.Context, c store.CatalogChange)
 	var id int64
 	err := s.w.catalogAppend.QueryRowContext(ctx, sql.Named("server_id", c.ServerID), sql.Named("tool", c.Tool),
 		sql.Named("change", c.Change), sql.Named("sha256", c.SHA256), sql.Named("detail", nullJSON(c.Detail))).Scan(&id)
+	if err == nil {
+		// and its catalog_drift event, which no tenant owns
+		s.hub.NotifyTopics(store.CatalogTopic(), store.EventsTopic(""))
+	}
 	return id, err
 }
 

@@ -35,25 +35,43 @@ var WriteMethods = []string{
 // CountingStore wraps a Store and counts its commits: calls of the writing methods
 // ([WriteMethods]), by method name. Every call counts, also one that returns an error
 // (a driver still opens and ends its one transaction), so the count is the number of
-// commits a caller asked for. Reads pass through uncounted. It implements every method
-// explicitly, so a method added to the interface cannot slip through uncounted.
+// commits a caller asked for. Reads are counted apart ([CountingStore.Reads]). It
+// implements every method explicitly, so a method added to the interface cannot slip
+// through uncounted. Its Unwrap gives store.WakerOf the wrapped store's wake-ups.
 type CountingStore struct {
 	s      store.Store
 	mu     sync.Mutex
 	counts map[string]int
+	reads  map[string]int
 }
 
 var _ store.Store = (*CountingStore)(nil)
 
 // NewCountingStore wraps s.
 func NewCountingStore(s store.Store) *CountingStore {
-	return &CountingStore{s: s, counts: map[string]int{}}
+	return &CountingStore{s: s, counts: map[string]int{}, reads: map[string]int{}}
 }
+
+// Unwrap returns the wrapped store.
+func (c *CountingStore) Unwrap() store.Store { return c.s }
 
 func (c *CountingStore) count(method string) {
 	c.mu.Lock()
 	c.counts[method]++
 	c.mu.Unlock()
+}
+
+func (c *CountingStore) read(method string) {
+	c.mu.Lock()
+	c.reads[method]++
+	c.mu.Unlock()
+}
+
+// Reads returns how many times the reading method was called (since New or Reset).
+func (c *CountingStore) Reads(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads[method]
 }
 
 // Commits returns a copy of the counts by method name.
@@ -93,7 +111,7 @@ func (c *CountingStore) Methods() []string {
 // Reset sets every count to zero.
 func (c *CountingStore) Reset() {
 	c.mu.Lock()
-	c.counts = map[string]int{}
+	c.counts, c.reads = map[string]int{}, map[string]int{}
 	c.mu.Unlock()
 }
 
@@ -103,14 +121,17 @@ func (c *CountingStore) InvocationInsert(ctx context.Context, p store.InsertPara
 }
 
 func (c *CountingStore) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {
+	c.read("InvocationGet")
 	return c.s.InvocationGet(ctx, id)
 }
 
 func (c *CountingStore) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
+	c.read("InvocationGetByKey")
 	return c.s.InvocationGetByKey(ctx, key)
 }
 
 func (c *CountingStore) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
+	c.read("InvocationGetByResumeToken")
 	return c.s.InvocationGetByResumeToken(ctx, token)
 }
 
@@ -155,18 +176,22 @@ func (c *CountingStore) InvocationSweep(ctx context.Context, p store.SweepParams
 }
 
 func (c *CountingStore) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	c.read("InvocationListRetryable")
 	return c.s.InvocationListRetryable(ctx, p)
 }
 
 func (c *CountingStore) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
+	c.read("InvocationCountUnclaimable")
 	return c.s.InvocationCountUnclaimable(ctx, tools, tenant)
 }
 
 func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant string) ([]*store.Invocation, error) {
+	c.read("InvocationListUncertain")
 	return c.s.InvocationListUncertain(ctx, tenant)
 }
 
 func (c *CountingStore) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	c.read("InvocationGetLatestGeneration")
 	return c.s.InvocationGetLatestGeneration(ctx, p)
 }
 
@@ -176,6 +201,7 @@ func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64
 }
 
 func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
+	c.read("InvocationBreakerCounts")
 	return c.s.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
 }
 
@@ -185,6 +211,7 @@ func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval, au
 }
 
 func (c *CountingStore) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {
+	c.read("ApprovalGet")
 	return c.s.ApprovalGet(ctx, key)
 }
 
@@ -194,6 +221,7 @@ func (c *CountingStore) AuditAppend(ctx context.Context, e store.AuditEntry) (in
 }
 
 func (c *CountingStore) AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]store.AuditEntry, error) {
+	c.read("AuditList")
 	return c.s.AuditList(ctx, tenant, afterID, limit)
 }
 
@@ -203,14 +231,17 @@ func (c *CountingStore) CatalogHistoryAppend(ctx context.Context, ch store.Catal
 }
 
 func (c *CountingStore) CatalogHistoryList(ctx context.Context, serverID string) ([]store.CatalogChange, error) {
+	c.read("CatalogHistoryList")
 	return c.s.CatalogHistoryList(ctx, serverID)
 }
 
 func (c *CountingStore) InvocationList(ctx context.Context, f store.InvocationFilter) ([]*store.Invocation, error) {
+	c.read("InvocationList")
 	return c.s.InvocationList(ctx, f)
 }
 
 func (c *CountingStore) SessionModeGet(ctx context.Context, tenant, sessionID string) (string, error) {
+	c.read("SessionModeGet")
 	return c.s.SessionModeGet(ctx, tenant, sessionID)
 }
 
@@ -221,6 +252,7 @@ func (c *CountingStore) SessionClaim(ctx context.Context, tenant, sessionID stri
 }
 
 func (c *CountingStore) SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error) {
+	c.read("SessionPinsGet")
 	return c.s.SessionPinsGet(ctx, tenant, sessionID)
 }
 
@@ -245,6 +277,7 @@ func (c *CountingStore) EventAppend(ctx context.Context, e store.Event) (int64, 
 }
 
 func (c *CountingStore) EventList(ctx context.Context, f store.EventFilter) ([]store.Event, error) {
+	c.read("EventList")
 	return c.s.EventList(ctx, f)
 }
 
