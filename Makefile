@@ -137,6 +137,17 @@ soak:
 	FAULTTEST_CALLS=$(FAULT_CALLS) FAULTTEST_OUT=$(abspath $(FAULT_OUT)) \
 		$(GO) test -count=1 -timeout 60m -run TestFaultRate -v ./runtime/faulttest/
 
+## scaleout: the scale-out soak's long form (testscripts TestScaleOutSoak): 3 toolrun serve
+## replicas on one store (PostgreSQL with TOOLGEN_PG_DSN, and a SQLite file) behind a
+## round-robin proxy, clients at 2025-11-25 and 2026-07-28 making SCALEOUT_CALLS mixed calls
+## while a replica is SIGKILLed and restarted every SCALEOUT_KILL_EVERY calls. make test runs
+## the short form (240 calls, a kill every 60).
+SCALEOUT_CALLS ?= 2400
+SCALEOUT_KILL_EVERY ?= 300
+scaleout:
+	SCALEOUT_CALLS=$(SCALEOUT_CALLS) SCALEOUT_KILL_EVERY=$(SCALEOUT_KILL_EVERY) \
+		$(GO) test -count=1 -timeout 60m -run '^TestScaleOutSoak$$' -v ./testscripts/
+
 ## chaos: the PostgreSQL chaos (runtime/chaostest TestPostgresChaos): CHAOS_CALLS calls by
 ## four worker processes on a throwaway cluster (initdb in a temporary directory, its own
 ## port) stopped for 0-2 s every 5-20 s; the tables go to CHAOS_OUT. Needs initdb and

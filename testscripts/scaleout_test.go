@@ -29,8 +29,8 @@ import (
 )
 
 // The scale-out soak (issue 16): N `toolrun serve --http` replicas on one store behind
-// a round-robin reverse proxy without stickiness, clients making mixed calls through
-// it — reads, idempotent and non-idempotent writes, calls held for approval and
+// a round-robin reverse proxy without stickiness, clients at both revisions (2025-11-25
+// sessions, 2026-07-28 without) making mixed calls through it — reads, idempotent and non-idempotent writes, calls held for approval and
 // approved through the operator service — while one replica after another is
 // SIGKILLed and restarted. Afterwards: no call ran twice, none was lost, every
 // interrupted call was decided by the replicas' own sweep, every session kept its
@@ -179,11 +179,6 @@ func TestScaleOutSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scale-out soak is an acceptance test (-short skips it)")
 	}
-	if os.Getenv("SCALEOUT") == "" {
-		// Until MCP sessions are in the store (issue 16, point 3) a replica answers a
-		// session it never saw "session not found": this soak fails, as it should.
-		t.Skip("SCALEOUT is not set: the scale-out soak runs once sessions are in the store (issue 16)")
-	}
 	stores := sec14idStores(t)
 	for _, name := range []string{"postgres", "sqlite"} {
 		t.Run(name, func(t *testing.T) { scaleoutSoak(t, stores[name](t)) })
@@ -245,7 +240,13 @@ func scaleoutSoak(t *testing.T, db string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := &soakClient{t: t, endpoint: endpoint, session: fmt.Sprintf("soak-%d", c), notFound: &sessionNotFound}
+			// Half the clients speak 2025-11-25 (a session, Mcp-Session-Id, that any replica
+			// must serve), half 2026-07-28 (no MCP session; the toolgen session handle).
+			version := "2026-07-28"
+			if c%2 == 0 {
+				version = "2025-11-25"
+			}
+			cl := &soakClient{t: t, endpoint: endpoint, session: fmt.Sprintf("soak-%d", c), version: version, notFound: &sessionNotFound}
 			defer cl.close()
 			// Into edit: the session's mode lives in the store; every replica serves it.
 			cl.finish(ctx, soakCall{tool: "protocol.dispatch", args: map[string]any{"mode": "edit", "reason": "soak"}, id: fmt.Sprintf("d-%d", c)})
@@ -388,6 +389,7 @@ type soakClient struct {
 	t        *testing.T
 	endpoint string
 	session  string
+	version  string // the protocol revision it speaks
 	notFound *atomic.Int64
 	cs       *mcp.ClientSession
 }
@@ -405,7 +407,8 @@ func (c *soakClient) connect(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "v1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.endpoint, MaxRetries: -1}, nil)
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.endpoint, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: c.version})
 	if err != nil {
 		c.note(err)
 		return err
