@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5m
 
-.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos node-deps conformance demo
+.PHONY: all generate check check-diff test vet fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak chaos scaleout node-deps conformance demo
 
 all: test
 
