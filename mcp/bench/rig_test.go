@@ -23,6 +23,7 @@ import (
 	"github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/mcp/upstream"
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/tools"
@@ -38,6 +39,10 @@ const protocolVersion = "2025-11-25"
 type rig struct {
 	direct  *side // the bench client calling the upstream
 	toolgen *side // the same client code calling toolgen's server
+	// memorySessions is toolgen with its 2025-11-25 MCP sessions in this process
+	// only (a store without the MCPSessions role): the baseline of store-backed
+	// sessions (BenchmarkSessionsInStore). Same registry, store and upstream.
+	memorySessions *side
 	// pipeline (attribution only) calls runtime.Pipeline.Execute in-process, as
 	// mcp/server's callTool builds the call: toolgen without its own MCP hop.
 	pipeline *side
@@ -117,18 +122,41 @@ func newRig(tb testing.TB) *rig {
 	mux.Handle(server.Endpoint, srv.HTTPHandler()) // as host.Handler mounts it
 	tgs := startServer(tb, mux, tgConns)
 
+	// The same toolgen, its MCP sessions in memory: a pipeline over the store seen
+	// without its MCPSessions role.
+	pm, err := runtime.NewPipeline(runtime.Config{
+		Registry: reg, Store: storeWithoutMCPSessions{st}, Policy: policy, WorkerID: "bench-worker-mem",
+		Artifacts:    runtime.NewFSArtifactWriter(filepath.Join(dir, "artifacts")),
+		WorkspaceFor: func(string, string) string { return dir },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	msrv, err := server.New(server.Options{Pipeline: pm, Registry: reg, WorkspaceFor: func(string, string) string { return dir }, Principal: principal})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mmux := http.NewServeMux()
+	mmux.Handle(server.Endpoint, msrv.HTTPHandler())
+	mems := startServer(tb, mmux, new(atomic.Int64))
+
 	// One client per side: the same code, the same HTTP transport.
 	hc := benchHTTPClient()
 	tb.Cleanup(hc.CloseIdleConnections)
 	tcs, tool := connect(tb, ctx, tgs.URL+server.Endpoint, hc), names.Wire("mcp."+serverID+".lookup")
 	return &rig{
-		direct:   mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
-		toolgen:  mcpSide("toolgen", tool, tcs),
+		direct:         mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
+		toolgen:        mcpSide("toolgen", tool, tcs),
+		memorySessions: mcpSide("toolgen, sessions in memory", tool, connect(tb, ctx, mems.URL+server.Endpoint, hc)),
 		pipeline: pipelineSide(p, principal, "mcp."+serverID+".lookup", dir),
 		execs:    execs, steps: steps, toolgenCS: tcs, toolgenTool: tool,
 		upConns: upConns, tgConns: tgConns,
 	}
 }
+
+// storeWithoutMCPSessions is a store seen through the Store interface alone: it has no
+// MCPSessions role, so mcp/server keeps its MCP sessions in its process.
+type storeWithoutMCPSessions struct{ store.Store }
 
 // startServer serves h on 127.0.0.1 (httptest: no DNS-rebinding refusal), counting the
 // TCP connections it accepts in conns.
