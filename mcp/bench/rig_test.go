@@ -148,8 +148,8 @@ func newRig(tb testing.TB) *rig {
 		direct:         mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
 		toolgen:        mcpSide("toolgen", tool, tcs),
 		memorySessions: mcpSide("toolgen, sessions in memory", tool, connect(tb, ctx, mems.URL+server.Endpoint, hc)),
-		pipeline: pipelineSide(p, principal, "mcp."+serverID+".lookup", dir),
-		execs:    execs, steps: steps, toolgenCS: tcs, toolgenTool: tool,
+		pipeline:       pipelineSide(p, principal, "mcp."+serverID+".lookup", dir),
+		execs:          execs, steps: steps, toolgenCS: tcs, toolgenTool: tool,
 		upConns: upConns, tgConns: tgConns,
 	}
 }
