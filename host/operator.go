@@ -315,6 +315,24 @@ func (o *Operator) Invocation(ctx context.Context, actor runtime.Principal, id i
 	return o.visible(ctx, actor, id)
 }
 
+// ApprovalOf returns the decision recorded on held call inv (a row of the actor's
+// tenant), false when none was made yet.
+func (o *Operator) ApprovalOf(ctx context.Context, actor runtime.Principal, inv *store.Invocation) (*store.Approval, bool, error) {
+	if inv == nil || inv.Tenant != actor.Tenant {
+		return nil, false, fmt.Errorf("invocation in tenant %s: %w", actor.Tenant, ErrNotFound)
+	}
+	a, err := o.h.st.ApprovalGet(ctx, inv.Key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case a.Tenant != actor.Tenant:
+		return nil, false, nil
+	}
+	return a, true, nil
+}
+
 // HoldReason is why a call was held for approval, as the pipeline recorded it when it
 // held the call (runtime.AuditHeld): the check of POL-1 that held it (Cause, a
 // runtime.Hold* constant), the operator rule when one did, and the decision's words.
