@@ -294,8 +294,14 @@ func (s *server) agent(token string) *mcp.ClientSession {
 // result's status meta ("ok" when it succeeded) and reason.
 func call(t *testing.T, cs *mcp.ClientSession, tool, callID string, args map[string]any) (string, string) {
 	t.Helper()
+	return callIn(t, cs, "s-review", tool, callID, args)
+}
+
+// callIn is call in another session.
+func callIn(t *testing.T, cs *mcp.ClientSession, session, tool, callID string, args map[string]any) (string, string) {
+	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: strings.ReplaceAll(tool, ".", "__"), Arguments: args,
-		Meta: mcp.Meta{"io.toolgen/session_id": "s-review", "io.toolgen/run_id": "r-1", "io.toolgen/call_id": callID}})
+		Meta: mcp.Meta{"io.toolgen/session_id": session, "io.toolgen/run_id": "r-1", "io.toolgen/call_id": callID}})
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", tool, err)
 	}

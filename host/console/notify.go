@@ -338,9 +338,20 @@ func (n *Notifier) body(ctx context.Context, d delivery) ([]byte, error) {
 		m.HeldBecause = n.heldBecause(ctx, d.ev)
 	}
 	if d.h.w.Format == spec.WebhookFormatSlack {
-		return json.Marshal(slackBody(m))
+		return marshal(slackBody(m))
 	}
-	return json.Marshal(m)
+	return marshal(m)
+}
+
+// marshal is JSON without HTML escaping (a receiver reads "<", not "\u003c").
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // heldBecause reads the hold's recorded cause (written just after the held row, in a
