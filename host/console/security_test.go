@@ -1,12 +1,20 @@
 package console_test
 
 import (
+	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/host/hostcli"
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
@@ -212,3 +220,75 @@ func mustURL(t *testing.T, s string) *url.URL {
 }
 
 func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// syncBuffer is an io.Writer several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestToolrunServe (issue 18): a real `toolrun serve --http` (hostcli, with every
+// builtin) serves the console: a token signs in, a rebinding Host is refused, a post
+// without the CSRF token is refused.
+func TestToolrunServe(t *testing.T) {
+	d := newDeployment(t, principalsYAML(""), "")
+	for _, f := range []string{"tools", "policy.yaml", "protocols"} {
+		os.RemoveAll(filepath.Join(d.dir, f)) // the builtins only
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- hostcli.Run(ctx, hostcli.Config{Name: "toolrun", Builtins: host.AllBuiltins},
+			[]string{"serve", "--http", addr, "--no-servers", "--dir", d.dir, "--principal", "operator", "--log", "error"},
+			strings.NewReader(""), io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != hostcli.ExitOK {
+			t.Errorf("toolrun serve exited %d:\n%s", code, stderr.String())
+		}
+	})
+	waitFor(t, "toolrun serve to listen", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("toolrun serve exited %d:\n%s", code, stderr.String())
+		default:
+		}
+		return strings.Contains(stderr.String(), "serving MCP on")
+	})
+	if !strings.Contains(stderr.String(), "the console at http://"+addr+"/console/") {
+		t.Errorf("toolrun serve does not say where the console is:\n%s", stderr.String())
+	}
+	s := &server{t: t, base: "http://" + addr, addr: addr}
+	b := newBrowser(t)
+	b.signIn(s, ritaToken)
+	if code, body := b.get(s.base + "/console/held"); code != http.StatusOK || !strings.Contains(body, "No call waits") {
+		t.Errorf("the held page: %d", code)
+	}
+	if code, _, _ := b.do(http.MethodGet, s.base+"/console/held", nil, map[string]string{"Host": "rebound.example.net"}); code != http.StatusForbidden {
+		t.Errorf("a rebinding Host: %d, want 403", code)
+	}
+	if code, _, _ := b.do(http.MethodPost, s.base+"/console/invocations/1/decide", url.Values{"decision": {"approve"}}, nil); code != http.StatusForbidden {
+		t.Errorf("a post without the CSRF token: %d, want 403", code)
+	}
+}
