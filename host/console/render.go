@@ -222,7 +222,7 @@ func (c *Console) view(r *http.Request, s *session, inv *store.Invocation, withH
 	v.CanResolve = inv.Status == store.StatusUncertain && inv.Resolution == ""
 	v.Args, v.ArgsNote = foldJSON(inv.Args)
 	v.ArgsBytes = len(inv.Args)
-	if held {
+	if inv.Decision == store.DecisionNeedsApproval {
 		a, ok, err := c.o.Operator.ApprovalOf(r.Context(), s.principal, inv)
 		switch {
 		case err != nil:
