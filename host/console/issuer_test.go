@@ -109,6 +109,9 @@ func (is *testIssuer) mux() http.Handler {
 	})
 	m.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
+		if is.secret == "" { // a public client: its id in the form, no secret
+			id, secret, ok = r.PostFormValue("client_id"), "", r.Header.Get("Authorization") == ""
+		}
 		if !ok || id != is.clientID || subtle.ConstantTimeCompare([]byte(secret), []byte(is.secret)) != 1 {
 			w.WriteHeader(http.StatusUnauthorized)
 			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client"})

@@ -83,6 +83,71 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 }
 
+// TestOIDCPublicClient: an issuer's console without client_secret_env is a public
+// client — PKCE alone, its id in the token request, no secret.
+func TestOIDCPublicClient(t *testing.T) {
+	issuer := newTestIssuer(t, "toolgen-console", "")
+	principals := strings.Replace(principalsYAML(issuer.url), "      client_secret_env: "+clientSecretEnv+"\n", "", 1)
+	if strings.Contains(principals, "client_secret_env") {
+		t.Fatal("the principals still name a client secret")
+	}
+	s := serve(t, newDeployment(t, principals, ""), "")
+	b := newBrowser(t)
+	_, _, hdr := b.do(http.MethodGet, s.base+"/console/auth/login?issuer=login", nil, nil)
+	u, _ := url.Parse(hdr.Get("Location"))
+	_, _, hdr = b.do(http.MethodPost, issuer.url+"/authorize", url.Values{"q": {u.RawQuery}, "sub": {"olga"}}, nil)
+	if code, body, _ := b.do(http.MethodGet, hdr.Get("Location"), nil, nil); code != http.StatusOK {
+		t.Fatalf("callback: %d\n%.500s", code, body)
+	}
+	if _, held := b.get(s.base + "/console/held"); !strings.Contains(held, "login/olga") {
+		t.Fatalf("the public client did not sign olga in")
+	}
+}
+
+// TestSessionCookie: the session cookie is HttpOnly and SameSite=Strict; Secure, with
+// the __Host- prefix, when the console is reached over https (here through a proxy that
+// says so), and not on plain loopback.
+func TestSessionCookie(t *testing.T) {
+	s := serve(t, newDeployment(t, principalsYAML(""), ""), "")
+	for _, c := range []struct {
+		proto, name string
+		secure      bool
+	}{{"", "toolgen-console", false}, {"https", "__Host-toolgen-console", true}} {
+		b := newBrowser(t)
+		hdr := map[string]string{}
+		if c.proto != "" {
+			hdr["X-Forwarded-Proto"] = c.proto
+		}
+		_, page, h := b.do(http.MethodGet, s.base+"/console/signin", nil, hdr)
+		m := csrfField.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatal("no sign-in form")
+		}
+		var pre string
+		for _, sc := range h.Values("Set-Cookie") {
+			if strings.Contains(sc, "toolgen-console-signin=") {
+				pre = sc[:strings.Index(sc, ";")]
+			}
+		}
+		hdr["Cookie"] = pre
+		hdr["Origin"] = s.base
+		code, _, h := b.do(http.MethodPost, s.base+"/console/signin", url.Values{"csrf": {m[1]}, "token": {ritaToken}}, hdr)
+		if code != http.StatusSeeOther {
+			t.Fatalf("%s sign-in: %d", c.name, code)
+		}
+		var set string
+		for _, sc := range h.Values("Set-Cookie") {
+			if strings.HasPrefix(sc, c.name+"=") {
+				set = sc
+			}
+		}
+		if set == "" || !strings.Contains(set, "HttpOnly") || !strings.Contains(set, "SameSite=Strict") || !strings.Contains(set, "Path=/") ||
+			strings.Contains(set, "Secure") != c.secure || strings.Contains(set, "Domain=") {
+			t.Errorf("proto %q: Set-Cookie %q, want %s HttpOnly SameSite=Strict, Secure %v", c.proto, set, c.name, c.secure)
+		}
+	}
+}
+
 // TestLocalOperator (issue 18): without principals.yaml the console is the host's
 // operator on loopback — no sign-in — and its decisions are the operator's.
 func TestLocalOperator(t *testing.T) {
