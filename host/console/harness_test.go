@@ -318,13 +318,18 @@ func callIn(t *testing.T, cs *mcp.ClientSession, session, tool, callID string, a
 	return o.Status, o.ReasonCode
 }
 
-// waitFor polls cond until it holds or the test's deadline (60 s) passes.
+// waitFor polls cond until it holds, or fails the test shortly before the test's own
+// deadline (-timeout; 5 minutes without one).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(5 * time.Minute)
+	}
+	deadline = deadline.Add(-15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 60s for %s", what)
+			t.Fatalf("%s did not happen before the test's deadline", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
