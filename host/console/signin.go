@@ -107,6 +107,7 @@ type oidcClients struct {
 	client *http.Client
 	mu     sync.Mutex
 	known  map[string]*oidcClient
+	failed map[string]time.Time // the last failed discovery of an issuer
 }
 
 type oidcClient struct {
@@ -115,7 +116,7 @@ type oidcClient struct {
 }
 
 func newOIDCClients(a Auth, client *http.Client) *oidcClients {
-	return &oidcClients{auth: a, client: client, known: map[string]*oidcClient{}}
+	return &oidcClients{auth: a, client: client, known: map[string]*oidcClient{}, failed: map[string]time.Time{}}
 }
 
 // discoveryRetry is how long a failed discovery is not tried again for the issuer.
@@ -137,8 +138,14 @@ func (o *oidcClients) get(ctx context.Context, name string) (*oidcClient, error)
 	if c, ok := o.known[name]; ok {
 		return c, nil
 	}
+	// Anyone can start a sign-in: a discovery that failed is not tried again for a
+	// while, so unauthenticated requests cannot make the console hammer the issuer.
+	if at, ok := o.failed[name]; ok && time.Since(at) < discoveryRetry {
+		return nil, errors.New("discovery failed recently")
+	}
 	ep, err := o.discover(ctx, is.URL)
 	if err != nil {
+		o.failed[name] = time.Now()
 		return nil, err
 	}
 	c := &oidcClient{is: *is, endpoint: ep}
