@@ -390,6 +390,11 @@ func (h *Host) Start(ctx context.Context) error {
 		cancel()
 		return err
 	}
+	if err := h.startNotifier(wctx); err != nil { // notifications.yaml's webhooks (issue 18)
+		cancel()
+		h.pipe.Stop(context.WithoutCancel(ctx))
+		return err
+	}
 	h.started, h.stop = true, cancel
 	return nil
 }

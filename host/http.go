@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/toolgen/toolgen/host/console"
 	"github.com/toolgen/toolgen/internal/events"
 	"github.com/toolgen/toolgen/internal/identity"
 	"github.com/toolgen/toolgen/mcp/device"
@@ -34,17 +35,20 @@ type httpParts struct {
 	events  *events.Handler
 	gateway *device.Gateway
 	mcp     *mcpserver.Server
+	console *console.Console
 }
 
 func (p *httpParts) close() {
 	p.mcp.Shutdown()
 	p.events.Close()
+	p.console.Close()
 	p.gateway.Close()
 }
 
 // Handler returns the host's HTTP handler: MCP at MCPPath, the event stream at
-// EventsPath, the metrics at MetricsPath, devices at DevicesPath and, with
-// principals.yaml, the OAuth protected-resource metadata at MetadataPath.
+// EventsPath, the metrics at MetricsPath, devices at DevicesPath, the reviewer's
+// console at ConsolePath and, with principals.yaml, the OAuth protected-resource
+// metadata at MetadataPath.
 //
 // With principals.yaml every request to MCPPath, EventsPath and MetricsPath needs a
 // bearer token that verifies (401 with WWW-Authenticate naming the metadata otherwise),
@@ -104,6 +108,16 @@ func (h *Host) Handler() (http.Handler, error) {
 	mux.Handle("GET "+MetricsPath, h.protect(perPrincipal.wrap(h.metrics.Handler), MetricsScope))
 	mux.Handle("GET "+EventsPath, h.protect(perPrincipal.wrap(evs)))
 	mux.Handle(DevicesPath, gw)
+	// The reviewer's console (issue 18): its own sign-in (a session cookie), behind the
+	// Host and Origin check, and loopback only without principals.yaml, like the rest.
+	con, err := h.newConsole()
+	if err != nil {
+		evs.Close()
+		gw.Close()
+		return nil, err
+	}
+	mux.Handle(ConsolePath, con)
+	mux.Handle(ConsolePath+"/", con)
 	var handler http.Handler = mux
 	if h.verifier != nil {
 		mux.Handle("GET "+MetadataPath, h.metadata())
@@ -113,10 +127,11 @@ func (h *Host) Handler() (http.Handler, error) {
 	}
 	if handler, err = h.guard(handler); err != nil {
 		evs.Close()
+		con.Close()
 		gw.Close()
 		return nil, err
 	}
-	h.http = &httpParts{handler: handler, events: evs, gateway: gw, mcp: srv}
+	h.http = &httpParts{handler: handler, events: evs, gateway: gw, mcp: srv, console: con}
 	return handler, nil
 }
 
@@ -165,6 +180,7 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		defer h.mu.Unlock()
 		h.http.mcp.Shutdown()
 		h.http.events.Close()
+		h.http.console.Close()
 	})
 	done := make(chan struct{})
 	shut := make(chan struct{})

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgen/toolgen/internal/identity"
+	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/spec"
 
 	"github.com/toolgen/toolgen/runtime"
@@ -33,6 +35,9 @@ import (
 type Operator struct {
 	h    *Host
 	owns bool // OpenOperator's: Close releases the store
+
+	mu    sync.Mutex
+	holds *lru.Cache[string, HoldReason] // HoldReason's, by invocation key
 }
 
 // Operator returns the host's operator service.
@@ -212,6 +217,19 @@ func (o *Operator) Resolve(ctx context.Context, actor runtime.Principal, id int6
 // AuditFilter selects audit lines; every zero field is "any".
 type AuditFilter struct {
 	SessionID string
+	// RunID, Tool, Mode, Decision and Kind keep the lines whose field is exactly this
+	// (an audit entry's run and decision are those of the invocation it names).
+	RunID, Tool, Mode, Decision, Kind string
+}
+
+func (f AuditFilter) keeps(l *AuditLine) bool {
+	for _, c := range [][2]string{{f.SessionID, l.SessionID}, {f.RunID, l.RunID}, {f.Tool, l.Tool}, {f.Mode, l.Mode},
+		{f.Decision, l.Decision}, {f.Kind, l.Kind}} {
+		if c[0] != "" && c[0] != c[1] {
+			return false
+		}
+	}
+	return true
 }
 
 // AuditLine is one line of the audit view: an audit_log entry, or a tool_call — an
@@ -228,42 +246,60 @@ type AuditLine struct {
 	Reason    string          `json:"reason_code,omitempty"`
 	ID        int64           `json:"id"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
+	// RunID and Decision are those of the invocation the line is about (a tool call's
+	// own row, or the row an audit entry's key names), and Invocation is its id; empty
+	// for an entry about no invocation.
+	RunID      string `json:"run_id,omitempty"`
+	Decision   string `json:"decision,omitempty"`
+	Invocation int64  `json:"invocation,omitempty"`
 }
 
 // auditPage is how many rows one read of the audit view takes.
 const auditPage = 500
 
 // Audit returns the actor's tenant's audit view in time order: the audit log and
-// every tool call, each with the mode that was active.
+// every tool call, each with the mode that was active, kept by f.
 func (o *Operator) Audit(ctx context.Context, actor runtime.Principal, f AuditFilter) ([]AuditLine, error) {
 	lines := []AuditLine{}
+	byKey := map[string]*store.Invocation{}
+	for after := int64(0); ; {
+		// An entry of a session names calls of that session: the rows of the others
+		// are not needed.
+		rows, err := o.h.st.InvocationList(ctx, store.InvocationFilter{Tenant: actor.Tenant, SessionID: f.SessionID, AfterID: after, Limit: auditPage})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			byKey[r.Key] = r
+			l := AuditLine{At: r.CreatedAt, Kind: "tool_call", Mode: r.Mode, Principal: r.Principal,
+				SessionID: r.SessionID, Tool: r.Tool, Status: string(r.Status), Reason: r.ReasonCode, ID: r.ID,
+				RunID: r.RunID, Decision: r.Decision, Invocation: r.ID}
+			if f.keeps(&l) {
+				lines = append(lines, l)
+			}
+			after = r.ID
+		}
+		if len(rows) < auditPage {
+			break
+		}
+	}
 	for after := int64(0); ; {
 		page, err := o.h.st.AuditList(ctx, actor.Tenant, after, auditPage)
 		if err != nil {
 			return nil, err
 		}
 		for _, a := range page {
-			if f.SessionID == "" || a.SessionID == f.SessionID {
-				lines = append(lines, AuditLine{At: a.At, Kind: a.Kind, Mode: a.Mode, Principal: a.Principal,
-					SessionID: a.SessionID, Tool: a.Tool, ID: a.ID, Detail: a.Detail})
+			l := AuditLine{At: a.At, Kind: a.Kind, Mode: a.Mode, Principal: a.Principal,
+				SessionID: a.SessionID, Tool: a.Tool, ID: a.ID, Detail: a.Detail}
+			if r := byKey[a.Key]; a.Key != "" && r != nil {
+				l.RunID, l.Decision, l.Invocation = r.RunID, r.Decision, r.ID
+			}
+			if f.keeps(&l) {
+				lines = append(lines, l)
 			}
 			after = a.ID
 		}
 		if len(page) < auditPage {
-			break
-		}
-	}
-	for after := int64(0); ; {
-		rows, err := o.h.st.InvocationList(ctx, store.InvocationFilter{Tenant: actor.Tenant, SessionID: f.SessionID, AfterID: after, Limit: auditPage})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			lines = append(lines, AuditLine{At: r.CreatedAt, Kind: "tool_call", Mode: r.Mode, Principal: r.Principal,
-				SessionID: r.SessionID, Tool: r.Tool, Status: string(r.Status), Reason: r.ReasonCode, ID: r.ID})
-			after = r.ID
-		}
-		if len(rows) < auditPage {
 			break
 		}
 	}
@@ -272,6 +308,130 @@ func (o *Operator) Audit(ctx context.Context, actor runtime.Principal, f AuditFi
 	})
 	return lines, nil
 }
+
+// Invocation reads invocation id as the actor's tenant sees it: another tenant's
+// invocation is ErrNotFound, exactly as one that does not exist (ID-2).
+func (o *Operator) Invocation(ctx context.Context, actor runtime.Principal, id int64) (*store.Invocation, error) {
+	return o.visible(ctx, actor, id)
+}
+
+// ApprovalOf returns the decision recorded on held call inv (a row of the actor's
+// tenant), false when none was made yet.
+func (o *Operator) ApprovalOf(ctx context.Context, actor runtime.Principal, inv *store.Invocation) (*store.Approval, bool, error) {
+	if inv == nil || inv.Tenant != actor.Tenant {
+		return nil, false, fmt.Errorf("invocation in tenant %s: %w", actor.Tenant, ErrNotFound)
+	}
+	a, err := o.h.st.ApprovalGet(ctx, inv.Key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case a.Tenant != actor.Tenant:
+		return nil, false, nil
+	}
+	return a, true, nil
+}
+
+// HoldReason is why a call was held for approval, as the pipeline recorded it when it
+// held the call (runtime.AuditHeld): the check of POL-1 that held it (Cause, a
+// runtime.Hold* constant), the operator rule when one did, and the decision's words.
+type HoldReason struct {
+	Cause string
+	Rule  string
+	Why   string
+	At    time.Time // when it was recorded
+}
+
+// holdSlack is how far apart, by the database clock, a held row's created_at and its
+// held entry's time may be taken to be when the entry is looked for.
+const holdSlack = time.Minute
+
+// holdScanPages bounds the pages of the audit log one lookup reads past the row's time.
+const holdScanPages = 8
+
+// HoldReason returns why held call inv (a row of the actor's tenant) was held; false
+// when nothing was recorded (a call held before the reason was recorded, or whose
+// entry failed to write). The entry is found by time — a binary search over the
+// audit log's ids for the row's created_at, then a short forward scan — so a lookup
+// costs a few indexed reads however long the log is; found reasons are cached.
+func (o *Operator) HoldReason(ctx context.Context, actor runtime.Principal, inv *store.Invocation) (HoldReason, bool, error) {
+	if inv == nil || inv.Tenant != actor.Tenant {
+		return HoldReason{}, false, fmt.Errorf("invocation in tenant %s: %w", actor.Tenant, ErrNotFound)
+	}
+	o.mu.Lock()
+	if o.holds == nil {
+		o.holds = lru.New[string, HoldReason](holdCacheSize)
+	}
+	cache := o.holds
+	o.mu.Unlock()
+	if r, ok := cache.Get(inv.Key); ok {
+		return r, true, nil
+	}
+	first := func(after int64) (*store.AuditEntry, error) {
+		page, err := o.h.st.AuditList(ctx, actor.Tenant, after, 1)
+		if err != nil || len(page) == 0 {
+			return nil, err
+		}
+		return &page[0], nil
+	}
+	// hi: an id after which the tenant has no entry.
+	hi := int64(1024)
+	for {
+		e, err := first(hi)
+		if err != nil {
+			return HoldReason{}, false, err
+		}
+		if e == nil {
+			break
+		}
+		hi = e.ID * 2
+	}
+	// lo: the largest "after" whose next entry is older than the row (less the slack).
+	since := inv.CreatedAt.Add(-holdSlack)
+	lo := int64(0)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		e, err := first(mid)
+		if err != nil {
+			return HoldReason{}, false, err
+		}
+		if e != nil && e.At.Before(since) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	until := inv.CreatedAt.Add(holdSlack)
+	for after, pages := lo, 0; pages < holdScanPages; pages++ {
+		page, err := o.h.st.AuditList(ctx, actor.Tenant, after, auditPage)
+		if err != nil {
+			return HoldReason{}, false, err
+		}
+		for _, e := range page {
+			if e.Kind == runtime.AuditHeld && e.Key == inv.Key {
+				var d runtime.HeldDetail
+				if err := json.Unmarshal(e.Detail, &d); err != nil {
+					return HoldReason{}, false, nil
+				}
+				r := HoldReason{Cause: d.Cause, Rule: d.Rule, Why: d.Why, At: e.At}
+				cache.Add(inv.Key, r)
+				return r, true, nil
+			}
+			if e.At.After(until) {
+				return HoldReason{}, false, nil
+			}
+			after = e.ID
+		}
+		if len(page) < auditPage {
+			break
+		}
+	}
+	return HoldReason{}, false, nil
+}
+
+// holdCacheSize bounds the hold reasons one operator service keeps (SEC-2).
+const holdCacheSize = 4096
 
 // ChangeForcedEpoch is the mcp_catalog_history change a forced epoch records; the
 // adapter's own changes are mcp/upstream's Change* constants.

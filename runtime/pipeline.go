@@ -622,9 +622,43 @@ func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, err
 	}
 	c.inv = inv
 	if inserted {
+		if params.Status == store.StatusPending {
+			p.auditHeld(ctx, c)
+		}
 		return Outcome{}, false, nil
 	}
 	return p.dedupe(ctx, c, inv)
+}
+
+// AuditHeld is the kind of the audit entry that says why a call was held for
+// approval: its detail is [HeldDetail].
+const AuditHeld = "held"
+
+// HeldDetail is the detail of an AuditHeld entry: which check of POL-1 held the
+// invocation (Cause, one of the Hold* constants), the operator rule when one did, and
+// the decision's Why.
+type HeldDetail struct {
+	Invocation int64  `json:"invocation"`
+	Cause      string `json:"cause"`
+	Rule       string `json:"rule,omitempty"`
+	Why        string `json:"why"`
+}
+
+// auditHeld records why c was held, as an audit entry beside its PENDING row: the row
+// keeps its decision (needs_approval), the entry says which rule, condition or cell of
+// the risk x trust matrix decided it, for the reviewer who approves it (issue 18). It
+// is one more commit on a path that waits for a person. A failure to write it is
+// logged, not the call's: the hold stands, and the reviewer sees that no reason was
+// recorded.
+func (p *Pipeline) auditHeld(ctx context.Context, c *call) {
+	detail, err := json.Marshal(HeldDetail{Invocation: c.inv.ID, Cause: c.decision.Cause, Rule: c.decision.Rule, Why: c.decision.Why})
+	if err == nil {
+		_, err = p.cfg.Store.AuditAppend(ctx, store.AuditEntry{Tenant: c.Tenant, Kind: AuditHeld, Principal: c.Principal.ID,
+			SessionID: c.SessionID, Mode: c.mode, Tool: c.spec.Name, Key: c.key, Detail: detail})
+	}
+	if err != nil {
+		p.log.Warn("runtime: the reason of a hold was not recorded", "invocation", c.inv.ID, "err", err)
+	}
 }
 
 // dedupe is step 8 for a key that already has a row.

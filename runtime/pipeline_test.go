@@ -134,7 +134,8 @@ func wantStatus(t *testing.T, o runtime.Outcome, status runtime.OutcomeStatus, r
 }
 
 // The commit targets of issue 3: 1 for an idempotent none/read call, 2 for another
-// idempotent call, 3 for a watermarked call; plus 1 when an approval is held.
+// idempotent call, 3 for a watermarked call; plus 2 when an approval is held (the
+// PENDING row, and the audit entry saying why it was held).
 func TestExecute_CommitsPerCallClass(t *testing.T) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) { testCommitsPerCallClass(t, d.open(t)) })
@@ -174,7 +175,8 @@ func testCommitsPerCallClass(t *testing.T, st store.Store) {
 		}
 	}
 
-	// A held call: PENDING insert, approval by someone else, claim, watermark, settle.
+	// A held call: PENDING insert, the hold's audit entry (why it was held, issue 18),
+	// approval by someone else, claim, watermark, settle.
 	h.counting.Reset()
 	c := h.call("demo.deploy", "c-deploy", `{"n":1}`)
 	done := make(chan runtime.Outcome)
@@ -185,8 +187,8 @@ func testCommitsPerCallClass(t *testing.T, st store.Store) {
 	}
 	o := <-done
 	wantStatus(t, o, runtime.OutcomeSucceeded, "")
-	if got := h.counting.Total(); got != 4 {
-		t.Errorf("held call: %d commits (%v), want 4 (3 + 1 for the hold)", got, h.counting.Commits())
+	if got := h.counting.Total(); got != 5 {
+		t.Errorf("held call: %d commits (%v), want 5 (3 + 1 for the hold + 1 for its reason)", got, h.counting.Commits())
 	}
 }
 

@@ -160,7 +160,22 @@ type Decision struct {
 	// that could not be evaluated. It is never shown to the model as the platform's
 	// words (the reason table is, RT-7).
 	Why string
+	// Cause classifies a needs_approval verdict (one of the Hold* constants): which
+	// check of POL-1 held the call. Empty for allow and deny.
+	Cause string
 }
+
+// Causes of a needs_approval verdict (Decision.Cause): the policy rule, the spec's
+// condition, or the cell of the risk x trust matrix that held the call. The pipeline
+// records the cause, the rule and Why in the call's "held" audit entry, which the
+// console shows the reviewer.
+const (
+	HoldPolicyRule     = "policy_rule"     // an operator approve rule (Rule names it)
+	HoldApprovalWhen   = "approval_when"   // the spec's approval_when
+	HoldRiskCritical   = "risk_critical"   // risk critical (or unknown)
+	HoldRiskTrust      = "risk_high_trust" // risk high and trust below user
+	HoldUntrustedWrite = "untrusted_write" // a write of risk >= medium with external_untrusted arguments
+)
 
 // Decide applies POL-1 to one call. Deny beats approval beats allow; the first check
 // that holds decides, in this order:
@@ -257,11 +272,11 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 			if ctx.Err() != nil {
 				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
 			}
-			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name,
+			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule,
 				Why: fmt.Sprintf("rule %s could not be evaluated, so it requires approval: %v", r.name, err)}, nil
 		}
 		if ok {
-			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Why: "rule " + r.name + " requires approval"}, nil
+			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule, Why: "rule " + r.name + " requires approval"}, nil
 		}
 	}
 	if in.ApprovalWhen != nil {
@@ -270,11 +285,11 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 			if ctx.Err() != nil {
 				return Decision{}, fmt.Errorf("runtime: approval_when: %w", err)
 			}
-			return Decision{Verdict: VerdictNeedsApproval,
+			return Decision{Verdict: VerdictNeedsApproval, Cause: HoldApprovalWhen,
 				Why: fmt.Sprintf("approval_when could not be evaluated, so it requires approval: %v", err)}, nil
 		}
 		if ok {
-			return Decision{Verdict: VerdictNeedsApproval, Why: "approval_when holds"}, nil
+			return Decision{Verdict: VerdictNeedsApproval, Cause: HoldApprovalWhen, Why: "approval_when holds"}, nil
 		}
 	}
 	risk := riskRank(spec.Risk)
@@ -283,21 +298,21 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 		if spec.Risk != RiskCritical {
 			why = fmt.Sprintf("unknown risk %q, counted as critical", spec.Risk)
 		}
-		return Decision{Verdict: VerdictNeedsApproval, Why: why}, nil
+		return Decision{Verdict: VerdictNeedsApproval, Cause: HoldRiskCritical, Why: why}, nil
 	}
 
 	// 5. Approvals an allow rule waives.
-	var why string
+	var why, cause string
 	switch {
 	case risk >= riskRankHigh && trust.Rank() < TrustUser.Rank():
-		why = fmt.Sprintf("risk high and trust %s is below user", trust)
+		why, cause = fmt.Sprintf("risk high and trust %s is below user", trust), HoldRiskTrust
 	case spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= riskRankMedium &&
 		in.ArgumentTrust.Rank() == TrustExternalUntrusted.Rank():
 		se := "write"
 		if spec.SideEffect != SideEffectWrite {
 			se = fmt.Sprintf("unknown side effect %q (counted as write)", spec.SideEffect)
 		}
-		why = fmt.Sprintf("side effect %s, risk %s and external_untrusted arguments", se, spec.Risk)
+		why, cause = fmt.Sprintf("side effect %s, risk %s and external_untrusted arguments", se, spec.Risk), HoldUntrustedWrite
 	default:
 		return Decision{Verdict: VerdictAllow}, nil
 	}
@@ -321,7 +336,7 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 	if len(failed) > 0 {
 		why += "; " + strings.Join(failed, "; ")
 	}
-	return Decision{Verdict: VerdictNeedsApproval, Why: why}, nil
+	return Decision{Verdict: VerdictNeedsApproval, Cause: cause, Why: why}, nil
 }
 
 const (

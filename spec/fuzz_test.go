@@ -143,6 +143,12 @@ issuers:
     audience: toolgen
     jwks_url: https://login.example.com/jwks.json
     tenant: acme
+    console: {client_id: toolgen-console, client_secret_env: CONSOLE_SECRET}
+`,
+	"notifications.yaml": `console_url: https://toolgen.example.com
+webhooks:
+  - {name: reviewers, url: "https://hooks.example.com/t", secret_env: HOOK_KEY, tenants: [acme]}
+  - {name: chat, format: slack, url_env: SLACK_URL, events: [held]}
 `,
 	"tools/demo.echo.yaml": `name: demo.echo
 version: 1
@@ -243,6 +249,8 @@ func kindOfSpecPath(p string) string {
 		return "policy"
 	case base == PrincipalsFile:
 		return "principals"
+	case base == NotificationsFile:
+		return "notifications"
 	case !strings.HasSuffix(base, ".yaml"):
 		return ""
 	case dir == ToolsDir:

@@ -126,6 +126,14 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fmt.Errorf("read %s: %w", disp(PrincipalsFile), err)
 	}
+	data, err = fs.ReadFile(fsys, NotificationsFile)
+	switch {
+	case err == nil:
+		tree.Notifications = loadNotifications(reporter{path: disp(NotificationsFile), diags: &diags}, NotificationsFile, data)
+		checkNotificationTenants(tree, disp, &diags)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("read %s: %w", disp(NotificationsFile), err)
+	}
 	slices.SortStableFunc(tree.Tools, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(tree.Servers, func(a, b *Server) int { return strings.Compare(a.ServerID, b.ServerID) })
 	slices.SortStableFunc(tree.Devices, func(a, b *Device) int { return strings.Compare(a.DeviceID, b.DeviceID) })

@@ -21,6 +21,8 @@ type Tree struct {
 	Policy    *Policy     // nil when policy.yaml is absent
 	// Principals is principals.yaml, nil when absent (ID-1).
 	Principals *Principals
+	// Notifications is notifications.yaml, nil when absent (UI-1).
+	Notifications *Notifications
 	// ReferencedBuiltins are the embedded builtin specs ([Builtins]) that the tree's
 	// protocols (mode tools, exclusive_tools) and policy rules name, sorted by name,
 	// each once. A tree shadows a builtin with a tools/<name>.yaml of its own, which is

@@ -18,8 +18,12 @@ var (
 	principalsKeys = []string{"resource", "authorization_servers", "tokens", "issuers", "local"}
 	tokenKeys      = []string{"id", "tenant", "scopes", "token_sha256", "description"}
 	localKeys      = []string{"id", "tenant", "scopes", "description"}
-	issuerKeys     = []string{"name", "issuer", "audience", "jwks_url", "key_file", "tenant", "tenants", "claims", "algorithms"}
-	claimKeys      = []string{"id", "tenant", "scopes"}
+	issuerKeys     = []string{"name", "issuer", "audience", "jwks_url", "key_file", "tenant", "tenants", "claims", "algorithms", "console"}
+	consoleKeys    = []string{"client_id", "client_secret_env", "scopes", "redirect_url"}
+	// envName is the name of an environment variable a spec names (a secret is never
+	// in a spec file: the file names the variable that holds it).
+	envName   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
+	claimKeys = []string{"id", "tenant", "scopes"}
 	// principalID is a principal's id: letters, digits and ._:@- (an e-mail address or
 	// a subject claim fits), 1-128 bytes.
 	principalID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$`)
@@ -85,8 +89,47 @@ type Issuer struct {
 	IDClaim, TenantClaim, ScopesClaim string
 	// Algorithms allowed (default RS256 and ES256); never HMAC, never none.
 	Algorithms []string
-	Pos        Pos
-	Positions  // of the entry's keys
+	// Console, when set, lets the issuer's people sign in to the reviewer's console
+	// (/console) with the OAuth 2.0 authorization-code flow and PKCE (issue 18).
+	Console   *IssuerConsole
+	Pos       Pos
+	Positions // of the entry's keys
+}
+
+// ConsoleCallbackPath is where the issuer sends a person back to the console after
+// sign-in: an issuer's console.redirect_url must name this path.
+const ConsoleCallbackPath = "/console/auth/callback"
+
+// IssuerConsole is an issuer's console: sign-in, the console as an OAuth client of the
+// issuer. Its ID tokens must be signed by the issuer's keys and carry its client id as
+// their audience; the principal they prove is mapped exactly as a bearer token's (the
+// issuer's claims, tenant binding and NAME/subject id).
+type IssuerConsole struct {
+	// ClientID is the console's client id at the issuer.
+	ClientID string
+	// ClientSecretEnv names the environment variable holding the client secret: the
+	// console is then a confidential client (client_secret_basic at the token
+	// endpoint). Empty: a public client, authenticated by PKCE alone.
+	ClientSecretEnv string
+	// Scopes are requested at sign-in (default openid); openid is always among them.
+	Scopes []Ref
+	// RedirectURL is the console's callback as the issuer must send people back to it
+	// (an absolute URL whose path is ConsoleCallbackPath); empty: the URL the console
+	// was reached at.
+	RedirectURL string
+	Pos         Pos
+	Positions   // of the block's keys
+}
+
+// ScopeNames are the scopes the console requests: openid first, then the others.
+func (c *IssuerConsole) ScopeNames() []string {
+	out := []string{"openid"}
+	for _, s := range c.Scopes {
+		if s.Name != "openid" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // LoadPrincipals parses principals.yaml.
@@ -265,6 +308,9 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 			}
 		}
 	}
+	if m.has("console") {
+		is.Console = loadIssuerConsole(r, m.get("console"))
+	}
 	if m.has("algorithms") {
 		if algs, ok := m.strList("algorithms"); ok {
 			is.Algorithms = nil
@@ -278,6 +324,57 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 		}
 	}
 	return is
+}
+
+// consoleScope is a scope the console may request at an issuer (RFC 6749 scope-token
+// characters, bounded).
+var consoleScope = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]{1,128}$`)
+
+func loadIssuerConsole(r reporter, n *yaml.Node) *IssuerConsole {
+	m := r.asMapping(n, "console", consoleKeys...)
+	if m == nil {
+		return nil
+	}
+	c := &IssuerConsole{Pos: posOf(n), Positions: Positions{m}}
+	if v, ok := m.requiredStr("client_id", "console"); ok {
+		if !consoleScope.MatchString(v) {
+			r.errorf(m.at("client_id"), "ID-1", "client_id %q must be printable ASCII without spaces, quotes or backslashes", v)
+		}
+		c.ClientID = v
+	}
+	if v, ok := m.str("client_secret_env"); ok {
+		if !envName.MatchString(v) {
+			r.errorf(m.at("client_secret_env"), "ID-1", "client_secret_env %q must name an environment variable (%s): the secret itself is never in a spec file", v, envName)
+		}
+		c.ClientSecretEnv = v
+	}
+	if m.has("scopes") {
+		if list, ok := m.strList("scopes"); ok {
+			seen := map[string]bool{}
+			for _, s := range list {
+				switch {
+				case !consoleScope.MatchString(s.Name):
+					r.errorf(s.Pos, "ID-1", "scope %q must be printable ASCII without spaces, quotes or backslashes", s.Name)
+				case seen[s.Name]:
+					r.errorf(s.Pos, "duplicate-key", "scope %s is listed twice", s.Name)
+				}
+				seen[s.Name] = true
+			}
+			c.Scopes = list
+		}
+	}
+	if v, ok := m.str("redirect_url"); ok {
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+			u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())):
+			r.errorf(m.at("redirect_url"), "ID-1", "redirect_url %q must be an absolute https URL without user, query or fragment (http only on loopback, for tests)", v)
+		case u.Path != ConsoleCallbackPath:
+			r.errorf(m.at("redirect_url"), "ID-1", "redirect_url %q must have the path %s, where the console receives the issuer's answer", v, ConsoleCallbackPath)
+		}
+		c.RedirectURL = v
+	}
+	return c
 }
 
 // loadIssuerTenants reads the issuer's tenant binding: exactly one of tenant (one

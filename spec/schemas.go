@@ -17,7 +17,7 @@ var schemaFiles embed.FS
 
 // FileKinds are the spec file kinds that have a JSON Schema, in the order `toolgen
 // schema` lists them.
-var FileKinds = []string{"tool", "server", "protocol", "policy", "device", "principals"}
+var FileKinds = []string{"tool", "server", "protocol", "policy", "device", "principals", "notifications"}
 
 // FileSchema returns the JSON Schema (draft 2020-12) of a spec file kind, one of
 // [FileKinds], as a fresh copy the caller may keep or change.

@@ -130,6 +130,8 @@ func specRel(kind string, data []byte) string {
 		return DevicesDir + "/" + name + ".yaml"
 	case "principals":
 		return PrincipalsFile
+	case "notifications":
+		return NotificationsFile
 	}
 	return PolicyFile
 }
@@ -154,6 +156,9 @@ func loadSpecFile(kind, rel string, data []byte) (ok bool, diags Diagnostics) {
 		return m != nil, d
 	case "principals":
 		m, d := LoadPrincipals(rel, rel, data)
+		return m != nil, d
+	case "notifications":
+		m, d := LoadNotifications(rel, rel, data)
 		return m != nil, d
 	}
 	panic("unknown kind " + kind)
@@ -293,6 +298,9 @@ func TestFileSchemasMatchLoader(t *testing.T) {
 	sameKeys("principals token", get("principals", "$defs", "token", "properties"), tokenKeys)
 	sameKeys("principals local", get("principals", "$defs", "local", "properties"), localKeys)
 	sameKeys("principals issuer", get("principals", "$defs", "issuer", "properties"), issuerKeys)
+	sameKeys("principals issuer console", get("principals", "$defs", "issuer", "properties", "console", "properties"), consoleKeys)
+	sameKeys("notifications", get("notifications", "properties"), notificationsKeys)
+	sameKeys("notifications webhook", get("notifications", "$defs", "webhook", "properties"), webhookKeys)
 
 	enum := func(s map[string]any) []string {
 		var out []string
@@ -466,6 +474,23 @@ issuers:
     audience: toolgen
     key_file: keys/beta.pem
     tenant: beta
+`
+
+const validNotifications = `# yaml-language-server: $schema=spec/schemas/notifications.schema.json
+console_url: https://toolgen.example.com
+webhooks:
+  - name: reviewers
+    description: The review team's receiver.
+    url: https://hooks.example.com/toolgen
+    secret_env: TOOLGEN_WEBHOOK_KEY
+    events: [held, uncertain]
+    tenants: [acme]
+    max_attempts: 6
+    timeout: 5s
+  - name: chat
+    format: slack
+    url_env: SLACK_WEBHOOK_URL
+    events: [held]
 `
 
 const validProtocol = `name: plan_review
@@ -654,7 +679,31 @@ func schemaCases() []schemaCase {
 		{kind: "principals", name: "tenant claim of a one-tenant issuer", loaderOnly: true, doc: "issuers:\n  - {name: login, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, tenant: acme, claims: {tenant: org}}\n"},
 		{kind: "principals", name: "issuer name twice", loaderOnly: true, doc: "issuers:\n  - {name: login, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: acme}\n  - {name: login, issuer: \"https://b.example.com\", audience: a, key_file: k.pem, tenant: beta}\n"},
 		{kind: "principals", name: "issuer twice", loaderOnly: true, doc: "issuers:\n  - {name: a, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: acme}\n  - {name: b, issuer: \"https://a.example.com\", audience: a, key_file: k.pem, tenant: beta}\n"},
+		{kind: "principals", name: "console sign-in, public client", valid: true, doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {client_id: toolgen-console}}\n"},
+		{kind: "principals", name: "console sign-in, confidential client", valid: true, doc: "issuers:\n  - name: login\n    tenant: acme\n    issuer: \"https://login.example.com\"\n    audience: a\n    key_file: k.pem\n    console:\n      client_id: toolgen-console\n      client_secret_env: CONSOLE_SECRET\n      scopes: [openid, profile]\n      redirect_url: \"https://toolgen.example.com/console/auth/callback\"\n"},
+		{kind: "principals", name: "console without a client id", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {scopes: [openid]}}\n"},
+		{kind: "principals", name: "console secret in the file", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {client_id: c, client_secret: s3cret}}\n"},
+		{kind: "principals", name: "console secret env not a variable", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {client_id: c, client_secret_env: \"s3cret value\"}}\n"},
+		{kind: "principals", name: "console redirect elsewhere", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {client_id: c, redirect_url: \"https://evil.example.com/steal\"}}\n"},
+		{kind: "principals", name: "console redirect over plain http", loaderOnly: true, doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, console: {client_id: c, redirect_url: \"http://toolgen.example.com/console/auth/callback\"}}\n"},
 		{kind: "principals", name: "unknown claim key", doc: "issuers:\n  - {name: login, tenant: acme, issuer: \"https://login.example.com\", audience: a, key_file: k.pem, claims: {email: email}}\n"},
+
+		{kind: "notifications", name: "valid notifications", valid: true, doc: validNotifications},
+		{kind: "notifications", name: "empty notifications", valid: true, doc: "{}\n"},
+		{kind: "notifications", name: "slack without a secret", valid: true, doc: "webhooks:\n  - {name: chat, format: slack, url_env: SLACK_URL}\n"},
+		{kind: "notifications", name: "json without a secret", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\"}\n"},
+		{kind: "notifications", name: "url and url_env", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", url_env: HOOK, secret_env: HOOK_KEY}\n"},
+		{kind: "notifications", name: "no url", doc: "webhooks:\n  - {name: ops, secret_env: HOOK_KEY}\n"},
+		{kind: "notifications", name: "plain http url", loaderOnly: true, doc: "webhooks:\n  - {name: ops, url: \"http://hooks.example.com/t\", secret_env: HOOK_KEY}\n"},
+		{kind: "notifications", name: "secret in the file", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret: s3cret}\n"},
+		{kind: "notifications", name: "unknown format", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret_env: K, format: teams}\n"},
+		{kind: "notifications", name: "unknown event", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret_env: K, events: [settled]}\n"},
+		{kind: "notifications", name: "no events", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret_env: K, events: []}\n"},
+		{kind: "notifications", name: "too many attempts", doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret_env: K, max_attempts: 50}\n"},
+		{kind: "notifications", name: "bad webhook name", doc: "webhooks:\n  - {name: Ops Team, url: \"https://hooks.example.com/t\", secret_env: K}\n"},
+		{kind: "notifications", name: "console url with a path", doc: "console_url: \"https://toolgen.example.com/console\"\n"},
+		{kind: "notifications", name: "webhook twice", loaderOnly: true, doc: "webhooks:\n  - {name: ops, url: \"https://a.example.com/t\", secret_env: K}\n  - {name: ops, url: \"https://b.example.com/t\", secret_env: K}\n"},
+		{kind: "notifications", name: "timeout too long", loaderOnly: true, doc: "webhooks:\n  - {name: ops, url: \"https://hooks.example.com/t\", secret_env: K, timeout: 5m}\n"},
 
 		{kind: "protocol", name: "valid protocol", valid: true, doc: validProtocol},
 		{kind: "protocol", name: "protocol missing modes", doc: "name: p\ninitial_mode: a\n"},

@@ -16,7 +16,7 @@ func runServe(e *env, cmd string, args []string) int {
 	fs, c := newFlags(cmd, e)
 	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout")
 	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+host.MCPPath+", Prometheus metrics at GET "+host.MetricsPath+
-		", devices at "+host.DevicesPath+", events at GET "+host.EventsPath)
+		", devices at "+host.DevicesPath+", events at GET "+host.EventsPath+", the reviewer's console at "+host.ConsolePath+"/")
 	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
 	mode := fs.String("mode", "", "serve only this mode of the protocol")
 	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
@@ -76,8 +76,8 @@ func runServe(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	a := ln.Addr()
-	fmt.Fprintf(e.stderr, "%s: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s\n",
-		e.name, a, host.MCPPath, a, host.MetricsPath, a, host.DevicesPath, a, host.EventsPath)
+	fmt.Fprintf(e.stderr, "%s: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s, the console at http://%s%s/\n",
+		e.name, a, host.MCPPath, a, host.MetricsPath, a, host.DevicesPath, a, host.EventsPath, a, host.ConsolePath)
 	if err := h.Serve(e.ctx, ln); err != nil {
 		return fail(e, cmd, err)
 	}

@@ -95,7 +95,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 }
 
 // specRootEntries are what Setup copies of a spec root: the spec files a host reads.
-var specRootEntries = []string{"tools", "servers", "protocols", "devices", "policy.yaml", "principals.yaml"}
+var specRootEntries = []string{"tools", "servers", "protocols", "devices", "policy.yaml", "principals.yaml", "notifications.yaml"}
 
 // Setup returns a testscript Setup that gives each script a fresh copy of the spec root
 // at root (its tools/, servers/, protocols/, devices/, policy.yaml and

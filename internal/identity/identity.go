@@ -49,6 +49,9 @@ type issuer struct {
 	conf     *spec.Issuer
 	verifier *oidc.IDTokenVerifier
 	keys     *jwksKeySet // nil for a key_file issuer
+	// console verifies the ID tokens of console sign-in (audience: the console's
+	// client id); nil when the issuer has no console block.
+	console *oidc.IDTokenVerifier
 }
 
 // New builds the verifier of p. Key files are read from root (the spec root). A JWKS
@@ -85,6 +88,11 @@ func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error)
 		v.issuers[is.Issuer] = &issuer{conf: is, keys: remote, verifier: oidc.NewVerifier(is.Issuer, keys, &oidc.Config{
 			ClientID: is.Audience, SupportedSigningAlgs: slices.Clone(is.Algorithms),
 		})}
+		if is.Console != nil {
+			v.issuers[is.Issuer].console = oidc.NewVerifier(is.Issuer, keys, &oidc.Config{
+				ClientID: is.Console.ClientID, SupportedSigningAlgs: slices.Clone(is.Algorithms),
+			})
+		}
 	}
 	return v, nil
 }

@@ -30,7 +30,7 @@ Usage:
 	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
 	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
 	toolgen host [-name NAME] [-force] [DIR]
-	toolgen schema tool|server|protocol|policy|device|principals
+	toolgen schema tool|server|protocol|policy|device|principals|notifications
 	toolgen version
 
 DIR is the spec root holding tools/, servers/, protocols/ and policy.yaml (default ".").

@@ -56,7 +56,14 @@
 //	WORKSPACE_PATH_REMOVED           weakens   tool      an argument no longer workspace_path: checks see the path as written, not as resolved
 //	ISSUER_ADDED                     weakens   issuer    an OIDC/JWT issuer added to principals.yaml: its tokens now prove principals
 //	ISSUER_TENANTS_WIDENED           weakens   issuer    an issuer may now speak for a tenant it could not (tenant/tenants binding widened)
-//	ISSUER_CHANGED                   weakens   issuer    an issuer's iss, audience, keys (jwks_url, key_file), id or tenant claim changed, or an algorithm added
+//	ISSUER_CHANGED                   weakens   issuer    an issuer's iss, audience, keys (jwks_url, key_file), id or tenant claim changed, or an algorithm added;
+//	                                                     its console's client_id or redirect_url changed, or its client secret removed (a public client now)
+//	CONSOLE_SIGNIN_ADDED             weakens   issuer    an issuer's people may now sign in to the console (issuers[].console added)
+//	WEBHOOK_ADDED                    weakens   webhook   a webhook added to notifications.yaml: classifications of held/UNCERTAIN calls now go to it
+//	WEBHOOK_DESTINATION_CHANGED      weakens   webhook   a webhook's url or url_env changed: its messages go elsewhere
+//	WEBHOOK_TENANTS_WIDENED          weakens   webhook   a webhook told of a tenant it was not, or of every tenant (tenants removed)
+//	WEBHOOK_UNSIGNED                 weakens   webhook   a webhook's secret_env removed: its messages are no longer signed
+//	CONSOLE_URL_CHANGED              weakens   notifications  console_url changed: the links in messages lead elsewhere
 //	TOOL_REMOVED                     breaking  tool      a tool removed (a rename is a removal and an addition)
 //	ARG_REMOVED                      breaking  tool      an argument (or nested property) removed
 //	ARG_TYPE_CHANGED                 breaking  tool      an argument's type changed
@@ -85,6 +92,9 @@
 //	POLICY_ALLOW_RULE_REMOVED        info      policy    an allow_when rule removed (it only narrows)
 //	EGRESS_HOST_REMOVED              info      policy    a host removed from egress.allow
 //	ISSUER_REMOVED                   info      issuer    an issuer removed from principals.yaml
+//	CONSOLE_SIGNIN_REMOVED           info      issuer    an issuer's console sign-in removed
+//	WEBHOOK_REMOVED                  info      webhook   a webhook removed (it is no longer told)
+//	WEBHOOK_CHANGED                  info      webhook   a webhook's format, events, secret_env (renamed), max_attempts or timeout changed (one finding each)
 //
 // The behaviour-affecting fields of VERSION_NOT_BUMPED (the idempotency key includes the
 // version, so a recorded result of the old behaviour must not answer a call of the new

@@ -46,6 +46,12 @@ var Rules = []Rule{
 	{"ISSUER_ADDED", Weakens, []string{"issuer"}},
 	{"ISSUER_TENANTS_WIDENED", Weakens, []string{"issuer"}},
 	{"ISSUER_CHANGED", Weakens, []string{"issuer"}},
+	{"CONSOLE_SIGNIN_ADDED", Weakens, []string{"issuer"}},
+	{"WEBHOOK_ADDED", Weakens, []string{"webhook"}},
+	{"WEBHOOK_DESTINATION_CHANGED", Weakens, []string{"webhook"}},
+	{"WEBHOOK_TENANTS_WIDENED", Weakens, []string{"webhook"}},
+	{"WEBHOOK_UNSIGNED", Weakens, []string{"webhook"}},
+	{"CONSOLE_URL_CHANGED", Weakens, []string{"notifications"}},
 	{"TOOL_REMOVED", Breaking, []string{"tool"}},
 	{"ARG_REMOVED", Breaking, []string{"tool"}},
 	{"ARG_TYPE_CHANGED", Breaking, []string{"tool"}},
@@ -74,6 +80,9 @@ var Rules = []Rule{
 	{"POLICY_ALLOW_RULE_REMOVED", Info, []string{"policy"}},
 	{"EGRESS_HOST_REMOVED", Info, []string{"policy"}},
 	{"ISSUER_REMOVED", Info, []string{"issuer"}},
+	{"CONSOLE_SIGNIN_REMOVED", Info, []string{"issuer"}},
+	{"WEBHOOK_REMOVED", Info, []string{"webhook"}},
+	{"WEBHOOK_CHANGED", Info, []string{"webhook"}},
 }
 
 // LookupRule returns the rule named name.

@@ -76,6 +76,7 @@ func Compare(prev, cur *spec.Tree) []Finding {
 	d.protocols()
 	d.policy()
 	d.issuers()
+	d.notifications()
 	d.acknowledge()
 	out := d.out
 	slices.SortFunc(out, func(a, b Finding) int {
@@ -122,6 +123,7 @@ var containers = map[string]bool{
 	"required_scopes": true, "args": true, "result": true, "transport": true, "transport.stdio": true,
 	"transport.http": true, "classification": true, "classification.required_scopes": true, "modes": true,
 	"tools": true, "exclusive_tools": true, "rules": true, "egress": true, "egress.allow": true,
+	"console": true, "webhooks": true,
 }
 
 // at is the position of the first of paths that x holds, or of x itself. A key that is
@@ -993,5 +995,145 @@ func (d *differ) issuers() {
 			d.add("ISSUER_CHANGED", "issuer", c.Name, cl("algorithms"), pl("algorithms"),
 				"issuer %s: algorithm %s now accepted", c.Name, strings.Join(added, ", "))
 		}
+		d.issuerConsole(p, c, cl, pl)
+	}
+	for _, c := range cIss {
+		if p := find(pIss, c.Name); p == nil && c.Console != nil {
+			d.add("CONSOLE_SIGNIN_ADDED", "issuer", c.Name, loc(d.cur, cFile, at(c, "console")), nil,
+				"issuer %s: its people (tenant %s) may now sign in to the console as client %s", c.Name, strings.Join(c.TenantNames(), ", "), c.Console.ClientID)
+		}
+	}
+}
+
+// issuerConsole compares the console sign-in of an issuer present in both trees
+// (issue 18): who may sign in to the console, and as which client of the issuer.
+func (d *differ) issuerConsole(p, c *spec.Issuer, cl, pl func(string) *Location) {
+	switch {
+	case p.Console == nil && c.Console == nil:
+		return
+	case p.Console == nil:
+		d.add("CONSOLE_SIGNIN_ADDED", "issuer", c.Name, cl("console"), pl("name"),
+			"issuer %s: its people (tenant %s) may now sign in to the console as client %s", c.Name, strings.Join(c.TenantNames(), ", "), c.Console.ClientID)
+		return
+	case c.Console == nil:
+		d.add("CONSOLE_SIGNIN_REMOVED", "issuer", c.Name, cl("name"), pl("console"),
+			"issuer %s: console sign-in removed: its people no longer sign in to the console", c.Name)
+		return
+	}
+	pc, cc := p.Console, c.Console
+	if pc.ClientID != cc.ClientID {
+		d.add("ISSUER_CHANGED", "issuer", c.Name, cl("console.client_id"), pl("console.client_id"),
+			"issuer %s: console.client_id changed from %q to %q: another client's ID tokens now sign people in to the console", c.Name, pc.ClientID, cc.ClientID)
+	}
+	if pc.ClientSecretEnv != "" && cc.ClientSecretEnv == "" {
+		d.add("ISSUER_CHANGED", "issuer", c.Name, cl("console"), pl("console.client_secret_env"),
+			"issuer %s: console.client_secret_env removed: the console is now a public client, authenticated by PKCE alone", c.Name)
+	}
+	if pc.RedirectURL != cc.RedirectURL {
+		d.add("ISSUER_CHANGED", "issuer", c.Name, cl("console.redirect_url"), pl("console.redirect_url"),
+			"issuer %s: console.redirect_url changed from %q to %q: sign-in answers now go there", c.Name, pc.RedirectURL, cc.RedirectURL)
+	}
+}
+
+// notifications compares notifications.yaml (issue 18): where the classifications of
+// held and UNCERTAIN calls go, of which tenants, signed or not, and where the links in
+// them lead. Webhooks are matched by name.
+func (d *differ) notifications() {
+	pn, cn := d.prev.Notifications, d.cur.Notifications
+	var pHooks, cHooks []*spec.Webhook
+	if pn != nil {
+		pHooks = pn.Webhooks
+	}
+	if cn != nil {
+		cHooks = cn.Webhooks
+	}
+	dest := func(w *spec.Webhook) string {
+		if w.URLEnv != "" {
+			return "the URL in $" + w.URLEnv
+		}
+		return w.URL
+	}
+	tenants := func(w *spec.Webhook) string {
+		if w.Tenants == nil {
+			return "every tenant"
+		}
+		return "tenant " + strings.Join(w.TenantNames(), ", ")
+	}
+	find := func(list []*spec.Webhook, name string) *spec.Webhook {
+		for _, w := range list {
+			if w.Name == name {
+				return w
+			}
+		}
+		return nil
+	}
+	for _, p := range pHooks {
+		if find(cHooks, p.Name) == nil {
+			var cur *Location
+			if cn != nil {
+				cur = loc(d.cur, cn.File, at(cn, "webhooks"))
+			}
+			d.add("WEBHOOK_REMOVED", "webhook", p.Name, cur, loc(d.prev, pn.File, p.Pos),
+				"webhook %s removed: %s is no longer told of held or UNCERTAIN calls", p.Name, dest(p))
+		}
+	}
+	for _, c := range cHooks {
+		p := find(pHooks, c.Name)
+		if p == nil {
+			var prev *Location
+			if pn != nil {
+				prev = loc(d.prev, pn.File, at(pn, "webhooks"))
+			}
+			d.add("WEBHOOK_ADDED", "webhook", c.Name, loc(d.cur, cn.File, c.Pos), prev,
+				"webhook %s added: the classifications of %s calls of %s now go to %s", c.Name, strings.Join(c.EventNames(), " and "), tenants(c), dest(c))
+			continue
+		}
+		cl := func(key string) *Location { return loc(d.cur, cn.File, at(c, key, "name")) }
+		pl := func(key string) *Location { return loc(d.prev, pn.File, at(p, key, "name")) }
+		if p.URL != c.URL || p.URLEnv != c.URLEnv {
+			key := func(w *spec.Webhook) string {
+				if w.URLEnv != "" {
+					return "url_env"
+				}
+				return "url"
+			}
+			d.add("WEBHOOK_DESTINATION_CHANGED", "webhook", c.Name, cl(key(c)), pl(key(p)),
+				"webhook %s: messages now go to %s instead of %s", c.Name, dest(c), dest(p))
+		}
+		var widened []string
+		for _, t := range c.TenantNames() {
+			if p.Tenants != nil && !slices.Contains(p.TenantNames(), t) {
+				widened = append(widened, t)
+			}
+		}
+		switch {
+		case p.Tenants != nil && c.Tenants == nil:
+			d.add("WEBHOOK_TENANTS_WIDENED", "webhook", c.Name, cl("name"), pl("tenants"),
+				"webhook %s: tenants removed: it is now told of every tenant's calls", c.Name)
+		case len(widened) > 0:
+			d.add("WEBHOOK_TENANTS_WIDENED", "webhook", c.Name, cl("tenants"), pl("tenants"),
+				"webhook %s: now told of the calls of tenant %s", c.Name, strings.Join(widened, ", "))
+		}
+		if p.Signed() && !c.Signed() {
+			d.add("WEBHOOK_UNSIGNED", "webhook", c.Name, cl("name"), pl("secret_env"),
+				"webhook %s: secret_env removed: its messages are no longer signed, so its receiver cannot tell them from forgeries", c.Name)
+		}
+		for _, f := range []struct{ key, a, b string }{
+			{"format", p.Format, c.Format},
+			{"events", strings.Join(p.EventNames(), ", "), strings.Join(c.EventNames(), ", ")},
+			{"secret_env", p.SecretEnv, c.SecretEnv},
+			{"max_attempts", fmt.Sprint(p.MaxAttempts), fmt.Sprint(c.MaxAttempts)},
+			{"timeout", p.Timeout.String(), c.Timeout.String()},
+		} {
+			if f.a == f.b || f.key == "secret_env" && f.b == "" {
+				continue
+			}
+			d.add("WEBHOOK_CHANGED", "webhook", c.Name, cl(f.key), pl(f.key),
+				"webhook %s: %s changed from %q to %q", c.Name, f.key, f.a, f.b)
+		}
+	}
+	if pn != nil && cn != nil && pn.ConsoleURL != cn.ConsoleURL && pn.ConsoleURL != "" {
+		d.add("CONSOLE_URL_CHANGED", "notifications", "console_url", loc(d.cur, cn.File, at(cn, "console_url")), loc(d.prev, pn.File, at(pn, "console_url")),
+			"console_url changed from %q to %q: the links reviewers follow from a message now lead there", pn.ConsoleURL, cn.ConsoleURL)
 	}
 }
