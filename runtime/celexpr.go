@@ -17,49 +17,34 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/toolgen/toolgen/internal/cellang"
 )
 
 // CEL at run time: a tool's idempotent_when and approval_when, and the conditions of
 // the operator's policy rules (POL-1), compiled once at registration and evaluated on
-// every call.
-//
-// The expressions were parsed, type-checked against the tool's declared argument
-// types and cost-estimated at build time by package spec (SPEC-5, POL-2). The runtime
-// cannot import spec, so it rebuilds the same language here: the standard library,
-// ext.Strings at [CELStringsVersion], cel.ExtendedValidations and the same parser
-// limit. What differs is only the declared types: args is map(string, dyn) and the
-// policy's principal is map(string, dyn), because the build already checked the
-// types; an expression that checked there compiles here. The result type may
-// therefore be dyn here where it was bool there (approval_when: "args.force"); a
-// non-bool value at evaluation is an error.
-//
-// Evaluation enforces the build's cost budget as a hard limit (cel.CostLimit), so an
-// input larger than the build assumed stops the evaluation instead of running on, and
-// honours the context: a deadline or cancellation stops a comprehension between
-// iterations. The tests of internal/celparity hold these constants equal to spec's.
+// every call, in the language of internal/cellang — the one spec checked them in at
+// build time (SPEC-5, POL-2): its library, its limits, its cost budget as a hard limit
+// of evaluation, its bounds of the policy variables. The runtime declares args (and
+// the policy's principal) map(string, dyn) where the build declared typed objects
+// (cellang says why); the result type may therefore be dyn here where it was bool
+// there (approval_when: "args.force"), and a non-bool value at evaluation is an error.
+
+// The language's constants, as runtime names them (cellang's).
 const (
-	// CELStringsVersion must equal spec.CELStringsVersion.
-	CELStringsVersion = 5
-	// CELCostBudget must equal spec.CELCostBudget.
-	CELCostBudget = 1_000_000
-	// CELMaxExpressionLength must equal spec.CELMaxExpressionLength.
-	CELMaxExpressionLength = 4096
+	CELStringsVersion      = cellang.StringsVersion
+	CELCostBudget          = cellang.CostBudget
+	CELMaxExpressionLength = cellang.MaxExpressionLength
 )
 
-// Bounds of the policy variables other than args, as the build assumed them when it
-// estimated the cost of policy rules. [Policy.Decide] enforces them: a rule is not
-// evaluated on a longer value (see there). They must equal spec's PolicyMax*.
+// Bounds of the policy variables other than args (cellang's): [Policy.Decide] enforces
+// them — a rule is not evaluated on a longer value.
 const (
-	PolicyMaxToolNameLength  = 128 // code points of tool
-	PolicyMaxPrincipalLength = 256 // code points of principal.id, principal.tenant and of each scope
-	PolicyMaxScopes          = 256 // number of principal.scopes
+	PolicyMaxToolNameLength  = cellang.PolicyMaxToolNameLength
+	PolicyMaxPrincipalLength = cellang.PolicyMaxPrincipalLength
+	PolicyMaxScopes          = cellang.PolicyMaxScopes
 )
-
-// celInterruptCheckFrequency is how many comprehension iterations run between two
-// looks at the context.
-const celInterruptCheckFrequency = 64
 
 type celEnvs struct {
 	tool, policy *cel.Env
@@ -72,11 +57,7 @@ var celEnvironments = sync.OnceValue(func() (e celEnvs) {
 			e.err = fmt.Errorf("runtime: creating the CEL environment failed: %v", p)
 		}
 	}()
-	base, err := cel.NewEnv(
-		ext.Strings(ext.StringsVersion(CELStringsVersion)),
-		cel.ExtendedValidations(),
-		cel.ParserExpressionSizeLimit(CELMaxExpressionLength),
-	)
+	base, err := cel.NewEnv(cellang.Options()...)
 	if err != nil {
 		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
 		return e
@@ -119,26 +100,15 @@ type BoolExpr struct {
 
 // policyMaxLabelLength bounds risk and side_effect for the static cost estimate (see
 // BoolExpr.bounded); trust is always one of the four labels.
-const policyMaxLabelLength = 32
+const policyMaxLabelLength = cellang.PolicyMaxLabelLength
 
-// policySizes bounds the policy variables for cel-go's cost estimate. Decide enforces
-// the principal and tool bounds (policyBounds) and uses the bounded program only
-// when risk and side_effect are within policyMaxLabelLength.
+// policySizes bounds the policy variables for cel-go's cost estimate (cellang's
+// bounds). Decide enforces the principal and tool bounds (policyBounds) and uses the
+// bounded program only when risk and side_effect are within policyMaxLabelLength.
 type policySizes struct{}
 
 func (policySizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
-	bound := func(max int) *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: uint64(max)} }
-	switch strings.Join(n.Path(), ".") {
-	case "tool":
-		return bound(PolicyMaxToolNameLength)
-	case "risk", "side_effect", "trust":
-		return bound(policyMaxLabelLength)
-	case "principal.id", "principal.tenant", "principal.scopes.@items", "principal.scopes.@keys":
-		return bound(PolicyMaxPrincipalLength)
-	case "principal.scopes":
-		return bound(PolicyMaxScopes)
-	}
-	return nil
+	return cellang.PolicyBound(n.Path())
 }
 
 func (policySizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
@@ -192,11 +162,7 @@ func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error)
 	if out := checked.OutputType(); !out.IsExactType(types.BoolType) && out.Kind() != types.DynKind {
 		return nil, fmt.Errorf("CEL: the expression must evaluate to bool, but its type is %s", out)
 	}
-	prg, err := env.Program(checked,
-		cel.CostLimit(CELCostBudget),
-		cel.InterruptCheckFrequency(celInterruptCheckFrequency),
-		cel.EvalOptions(cel.OptOptimize),
-	)
+	prg, err := env.Program(checked, cellang.ProgramOptions(true)...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %w", err)
 	}
@@ -206,10 +172,7 @@ func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error)
 		sizes = policySizes{}
 	}
 	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= CELCostBudget {
-		e.bounded, err = env.Program(checked,
-			cel.InterruptCheckFrequency(celInterruptCheckFrequency),
-			cel.EvalOptions(cel.OptOptimize),
-		)
+		e.bounded, err = env.Program(checked, cellang.ProgramOptions(false)...)
 		if err != nil {
 			return nil, fmt.Errorf("CEL: %w", err)
 		}

@@ -13,8 +13,9 @@ import (
 	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgen/toolgen/internal/cellang"
 )
 
 // SPEC-5: every CEL expression of a spec (idempotent_when, approval_when, and the
@@ -22,42 +23,26 @@ import (
 // argument types and cost-estimated at build time, and every finding is reported at
 // its own line and column in the YAML file.
 //
-// The CEL library is the standard library, cel-go's ext.Strings pinned at
-// CELStringsVersion, and cel.ExtendedValidations (regex, duration and timestamp
-// literals and homogeneous aggregate literals are checked at build time). The runtime
-// must evaluate with the environments built by [NewArgsEnv] and [NewPolicyEnv] so that
-// what was checked is what runs.
+// The language is internal/cellang's, the one the runtime compiles and evaluates the
+// expressions in: its library (the standard library, ext.Strings, cel.ExtendedValidations,
+// the parser's limit), its cost budget and its bounds of the policy variables. What is
+// spec's own is the typed declaration of args (a synthetic object type per tool), which
+// makes a misspelt field or a type mismatch an error here, and the diagnostics.
 
-// CELCostBudget is the largest estimated cost (cel-go cost units, roughly one unit per
-// cheap operation, about 0.1 s per million) an expression may have in the worst case.
-// It is Kubernetes' per-call limit for CEL (PerCallLimit = 1,000,000). It accepts every
-// expression whose cost does not grow with an unbounded input, such as
-// args.path.startsWith('.git/'), args.mode == 'overwrite' or size(args.tags) > 3 on
-// unbounded fields, and rejects the ones that do, such as args.path.contains('..'),
-// args.tags.exists(t, t == 'x') or 'x' in args.tags, until max_length (strings) and
-// max_items (arrays) bound the inputs: with them, a check over a few thousand items of
-// short strings fits.
-const CELCostBudget = 1_000_000
-
-// CELStringsVersion is the version of cel-go's string extension (ext.Strings) the
-// expressions may use. Version 5, the newest of cel-go v0.31.0, is the first that
-// gives its functions (indexOf, lowerAscii, replace, split, substring, trim, join...)
-// cost estimates; with an earlier version a call on a 10 MiB string would be
-// estimated at cost 1 and pass the budget. Raising it is a language change: a spec
-// checked with a later version may not compile with an earlier runtime.
-const CELStringsVersion = 5
-
-// CELMaxExpressionLength bounds an expression's length in code points, so that a
-// hostile spec cannot make the build parse without end.
-const CELMaxExpressionLength = 4096
-
-// Bounds of the values a policy rule sees besides args (POL-1). They let the cost of a
-// rule such as "'admin' in principal.scopes" be estimated at build time; the policy
-// evaluator must enforce them (a longer value is rejected before any rule runs).
+// The language's constants (cellang's), as spec names them.
 const (
-	PolicyMaxToolNameLength  = 128 // tool: the registry name; MCP clients reject longer names
-	PolicyMaxPrincipalLength = 256 // principal.id, principal.tenant and each of principal.scopes
-	PolicyMaxScopes          = 256 // the number of principal.scopes
+	CELCostBudget          = cellang.CostBudget
+	CELStringsVersion      = cellang.StringsVersion
+	CELMaxExpressionLength = cellang.MaxExpressionLength
+)
+
+// Bounds of the values a policy rule sees besides args (POL-1, cellang's): they let the
+// cost of a rule such as "'admin' in principal.scopes" be estimated here; the runtime
+// enforces them.
+const (
+	PolicyMaxToolNameLength  = cellang.PolicyMaxToolNameLength
+	PolicyMaxPrincipalLength = cellang.PolicyMaxPrincipalLength
+	PolicyMaxScopes          = cellang.PolicyMaxScopes
 )
 
 // celBase is the environment every tool and policy environment extends: creating a
@@ -79,15 +64,12 @@ var baseEnv = sync.OnceValue(func() (b *celBase) {
 	if b.err != nil {
 		return b
 	}
-	b.env, b.err = cel.NewEnv(
+	b.env, b.err = cel.NewEnv(append([]cel.EnvOption{
 		// A provider and adapter that are not a *types.Registry are shared, not copied,
 		// by every Extend.
 		cel.CustomTypeProvider(newCELProvider(b.reg)),
 		cel.CustomTypeAdapter(celAdapter{b.reg}),
-		ext.Strings(ext.StringsVersion(CELStringsVersion)),
-		cel.ExtendedValidations(),
-		cel.ParserExpressionSizeLimit(CELMaxExpressionLength),
-	)
+	}, cellang.Options()...)...)
 	if b.err == nil {
 		// Build the checker now, once, rather than in the first Extend.
 		_, b.err = b.env.Extend()
@@ -114,7 +96,7 @@ func NewArgsEnv(t *Tool) (*cel.Env, error) {
 }
 
 // argsVars are the variables of a tool's own expressions.
-var argsVars = []string{"args"}
+var argsVars = cellang.ToolVariables
 
 func newArgsEnv(t *Tool) (*cel.Env, *celProvider, error) {
 	b := baseEnv()
@@ -142,7 +124,7 @@ func NewPolicyEnv(t *Tool) (*cel.Env, error) {
 }
 
 // policyVars are the variables of a policy rule.
-var policyVars = []string{"tool", "risk", "side_effect", "trust", "principal", "args"}
+var policyVars = cellang.PolicyVariables
 
 func newPolicyEnv(t *Tool) (*cel.Env, *celProvider, error) {
 	b := baseEnv()
@@ -453,23 +435,7 @@ func (s *celSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if !s.policy {
 		return nil
 	}
-	bound := func(max int) *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: uint64(max)} }
-	key := strings.Join(path, ".")
-	switch key {
-	case "tool":
-		return bound(PolicyMaxToolNameLength)
-	case "risk":
-		return bound(longest(Risks))
-	case "side_effect":
-		return bound(longest(SideEffects))
-	case "trust":
-		return bound(longest(Trusts))
-	case "principal.id", "principal.tenant", "principal.scopes.@items":
-		return bound(PolicyMaxPrincipalLength)
-	case "principal.scopes":
-		return bound(PolicyMaxScopes)
-	}
-	return nil
+	return cellang.PolicyBound(path)
 }
 
 // EstimateCallCost implements checker.CostEstimator: cel-go's own estimates apply.
@@ -576,14 +542,6 @@ func nonNeg(p *int64) uint64 {
 		return 0
 	}
 	return uint64(*p)
-}
-
-func longest(ss []string) int {
-	n := 0
-	for _, s := range ss {
-		n = max(n, utf8.RuneCountInString(s))
-	}
-	return n
 }
 
 // exprMap maps positions inside an expression (a code point offset into Source, or a
