@@ -20,7 +20,6 @@ import (
 	"github.com/toolgen/toolgen/spec"
 )
 
-
 const toolYAML = `name: parity.calc
 version: 1
 kind: action
