@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"sync"
 	"testing"
@@ -52,8 +53,9 @@ func TestRecover_OnlyTheWorkersTools(t *testing.T) {
 			st := d.open(t)
 			ctx := context.Background()
 			// The dying host: its settle never lands, so the row stays RUNNING under its
-			// lease, which nobody renews.
-			dying := newHarnessOn(t, settleDownStore{st}, runtime.Config{WorkerID: "dying", Lease: 100 * time.Millisecond},
+			// lease, which nobody renews. Its renewals are dropped too: one already in
+			// flight as Execute returns could otherwise land after the row is read below.
+			dying := newHarnessOn(t, deadHostStore{settleDownStore{st}}, runtime.Config{WorkerID: "dying", Lease: 100 * time.Millisecond},
 				newTestTool("demo.a", runtime.SideEffectWrite, runtime.Idempotent))
 			if _, err := dying.p.Execute(ctx, dying.call("demo.a", "c1", `{}`)); err == nil {
 				t.Fatal("Execute succeeded although the settle failed")
@@ -114,6 +116,14 @@ func TestRecover_OnlyTheWorkersTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deadHostStore is a host whose store went down after the claim: settles (through
+// settleDownStore) and lease renewals never land.
+type deadHostStore struct{ settleDownStore }
+
+func (deadHostStore) InvocationRenewLeases(context.Context, string, []int64, time.Duration) (int, error) {
+	return 0, errors.New("connection refused")
 }
 
 // withdrawOnClaim withdraws a tool from the registry as the first claim starts: the
