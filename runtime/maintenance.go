@@ -121,17 +121,6 @@ func (p *Pipeline) trackExecuting(id int64, d int) {
 	}
 }
 
-// executingIDs lists the invocations this process is executing now.
-func (p *Pipeline) executingIDs() []int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := make([]int64, 0, len(p.executing))
-	for id := range p.executing {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // renewLeases renews the leases of the calls this process executes, every Lease/3, in
 // one statement however many are in flight, and returns once none is. A renewal may
 // take up to a whole lease — a store slow to commit (a loaded disk, a writer lock held

@@ -254,11 +254,11 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 }
 
 func itemToJSON(it Item) itemJSON {
-	return itemJSON{Type: it.Type, Text: it.Text, MIMEType: it.MIMEType, Trust: it.Trust}
+	return itemJSON(it)
 }
 
 func itemFromJSON(it itemJSON) Item {
-	return Item{Type: it.Type, Text: it.Text, MIMEType: it.MIMEType, Trust: it.Trust}
+	return Item(it)
 }
 
 // normalizeResult copies r into the form that survives a JSON round trip unchanged.

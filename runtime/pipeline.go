@@ -808,7 +808,7 @@ func (p *Pipeline) runClaimed(ctx context.Context, c *call) (Outcome, error) {
 		p.trackExecuting(c.inv.ID, 1)
 		defer p.trackExecuting(c.inv.ID, -1)
 	}
-	res, execErr, tc := p.stepExecute(ctx, c) // 11
+	res, tc, execErr := p.stepExecute(ctx, c) // 11
 	p.after("execute")
 	o := p.stepShape(ctx, c, res, execErr, tc) // 12
 	p.after("shape")
@@ -821,7 +821,7 @@ func (p *Pipeline) runClaimed(ctx context.Context, c *call) (Outcome, error) {
 
 // stepExecute is step 11, the only call of Tool.Execute. The tool's MarkEffectSent
 // commits effect_sent_at, fenced, before it returns.
-func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, err error, tc *ExecContext) {
+func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, tc *ExecContext, err error) {
 	timeout := c.spec.Timeout
 	if timeout <= 0 {
 		timeout = DefaultToolTimeout
@@ -865,7 +865,7 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, er
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	return res, err, tc
+	return res, tc, err
 }
 
 // markEffectSent writes the watermark. A transient error is retried with the same

@@ -135,9 +135,11 @@ func TestScripts(t *testing.T) {
 			// which a workspace must stay out of (SEC-1). The archive's ws/ files are
 			// moved there.
 			ws := env.WorkDir + "-ws"
-			if err := os.Rename(filepath.Join(env.WorkDir, "ws"), ws); errors.Is(err, os.ErrNotExist) {
+			err := os.Rename(filepath.Join(env.WorkDir, "ws"), ws)
+			if errors.Is(err, os.ErrNotExist) {
 				err = os.Mkdir(ws, 0o755)
-			} else if err != nil {
+			}
+			if err != nil {
 				return err
 			}
 			env.Defer(func() { os.RemoveAll(ws) })

@@ -13,5 +13,5 @@ import (
 type identityWhoami struct{}
 
 func (identityWhoami) Run(_ context.Context, _ *runtime.ExecContext, args gen.IdentityWhoamiArgs) (gen.IdentityWhoamiResult, error) {
-	return gen.IdentityWhoamiResult{Principal: args.Principal, Tenant: args.Tenant, Session: args.Session}, nil
+	return gen.IdentityWhoamiResult(args), nil
 }

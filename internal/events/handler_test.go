@@ -311,7 +311,7 @@ func TestHandler_FollowsNewEventsAndHeartbeats(t *testing.T) {
 	inv := call(t, s, "t1", "s1", "r1")
 	h.Wake()
 	next("event: recorded")
-	next(fmt.Sprintf(`data: {"id":`))
+	next(`data: {"id":`)
 	if !strings.Contains(lines.Text(), fmt.Sprintf(`"invocation_id":%d`, inv.ID)) {
 		t.Fatalf("data %s", lines.Text())
 	}

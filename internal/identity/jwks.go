@@ -72,7 +72,7 @@ func newJWKSKeySet(ctx context.Context, url string, algs []string) *jwksKeySet {
 // VerifySignature is oidc.KeySet's: it returns the payload of a JWT signed by one of
 // the issuer's keys.
 func (k *jwksKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, k.algs)
+	jws, err := jose.ParseSignedCompact(raw, k.algs) // a JWT is the compact serialization; a JSON-serialized JWS is not a token
 	if err != nil {
 		return nil, fmt.Errorf("malformed jwt: %w", err)
 	}

@@ -228,6 +228,7 @@ func New(opts Options) (*Server, error) {
 		// server/discover.
 		// Prompts: none are served, but prompts/list answers (an empty list), and
 		// revision 2026-07-28 wants every method answered declared in server/discover.
+		//lint:ignore SA1019 logging is advertised for the 2025 revisions (SEP-2577 keeps it through the deprecation window)
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{},
 			Extensions: map[string]any{ExtensionTasks: map[string]any{}}},
 	})
@@ -460,6 +461,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case "logging/setLevel":
 			res, err := next(ctx, method, req)
+			//lint:ignore SA1019 logging/setLevel of the 2025 revisions
 			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil {
 				s.persistLogLevel(ctx, r)
 			}

@@ -408,6 +408,8 @@ func (s *Server) persistSession(ctx context.Context, req *mcp.ServerRequest[*mcp
 
 // persistLogLevel records a session's new log level (logging/setLevel), so that a
 // replica that restores the session later relays upstream log lines at it.
+//
+//lint:ignore SA1019 logging/setLevel of the 2025 revisions
 func (s *Server) persistLogLevel(ctx context.Context, req *mcp.ServerRequest[*mcp.SetLoggingLevelParams]) {
 	ms := s.opts.MCPSessions
 	if ms == nil || req.Session == nil || req.Session.ID() == "" || req.Params == nil {

@@ -340,6 +340,7 @@ func TestHostile_DirectRequestsRefused(t *testing.T) {
 		t.Fatalf("audited refusals %v, want %v", got, want)
 	}
 	caps := h.ClientCapabilities()
+	//lint:ignore SA1019 asserts the deprecated capabilities are not declared
 	if len(caps) != 1 || caps[0].RootsV2 != nil || caps[0].Sampling != nil || caps[0].Elicitation != nil {
 		t.Fatalf("the client declared %+v", caps)
 	}

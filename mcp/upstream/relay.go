@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging, roots and sampling are deprecated at 2026-07-28 (SEP-2577) but live in the 2025 revisions toolrun still serves and relays
+
 package upstream
 
 import (

@@ -242,8 +242,10 @@ func inputMethods(reqs mcp.InputRequestMap) []string {
 	for _, r := range reqs {
 		m := "unknown"
 		switch r.(type) {
+		//lint:ignore SA1019 names the deprecated requests an upstream may still send, to refuse them
 		case *mcp.ListRootsParams:
 			m = "roots/list"
+		//lint:ignore SA1019 names the deprecated requests an upstream may still send, to refuse them
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			m = "sampling/createMessage"
 		case *mcp.ElicitParams:

@@ -273,7 +273,8 @@ func Connect(ctx context.Context, opts Options) (*Upstream, error) {
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { u.signal("notifications/prompts/list_changed") },
 		// Relayed to the calling client (relay.go).
 		ProgressNotificationHandler: u.onProgress,
-		LoggingMessageHandler:       u.onLog,
+		//lint:ignore SA1019 upstream log lines are relayed to 2025-revision clients (relay.go)
+		LoggingMessageHandler: u.onLog,
 	})
 	u.client.AddReceivingMiddleware(u.refuseServerRequests)
 

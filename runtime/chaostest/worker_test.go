@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -544,12 +543,4 @@ func (h *countingHandler) snapshot() map[string]int {
 		out[k] = v
 	}
 	return out
-}
-
-// signalAll sends sig to every process in pids that still runs (to get a stuck
-// worker's goroutine dump with SIGQUIT).
-func signalAll(pids []int, sig syscall.Signal) {
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
-	}
 }

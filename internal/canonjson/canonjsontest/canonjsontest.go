@@ -120,8 +120,7 @@ func Respell(t *testing.T, rng *rand.Rand, src []byte) []byte {
 			b.WriteByte(" \t\r\n"[rng.Intn(4)])
 		}
 	}
-	var str func(s string)
-	str = func(s string) {
+	str := func(s string) {
 		b.WriteByte('"')
 		for _, r := range s {
 			switch {
