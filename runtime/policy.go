@@ -224,60 +224,28 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 	}
 
 	trust := normTrust(MinTrust(in.OriginTrust, in.ArgumentTrust))
-	var act *policyActivation // built when the first rule is evaluated
-	var boundsWhy string
-	evalRule := func(r *policyRule) (bool, error) {
-		if act == nil {
-			act = &policyActivation{
-				tool:       spec.Name,
-				risk:       string(spec.Risk),
-				sideEffect: string(spec.SideEffect),
-				trust:      string(trust),
-				principal:  in.Principal,
-				args:       in.Args,
-			}
-			boundsWhy = policyBounds(spec.Name, &act.principal)
-		}
-		if boundsWhy != "" {
-			return false, errors.New(boundsWhy)
-		}
-		return r.expr.eval(ctx, act, len(act.risk) <= policyMaxLabelLength && len(act.sideEffect) <= policyMaxLabelLength)
-	}
+	ev := &ruleEvaluator{ctx: ctx, spec: spec, in: &in, trust: trust}
 
 	// 3. Deny rules.
-	for _, r := range p.deny {
-		if !r.matches(spec.Name) {
-			continue
+	if r, err := ev.first(p.deny); err != nil {
+		if ctx.Err() != nil {
+			return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
 		}
-		ok, err := evalRule(r)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
-			}
-			return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name,
-				Why: fmt.Sprintf("rule %s could not be evaluated, so it denies: %v", r.name, err)}, nil
-		}
-		if ok {
-			return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name, Why: "rule " + r.name + " denies"}, nil
-		}
+		return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name,
+			Why: fmt.Sprintf("rule %s could not be evaluated, so it denies: %v", r.name, err)}, nil
+	} else if r != nil {
+		return Decision{Verdict: VerdictDeny, ReasonCode: "policy_denied", Rule: r.name, Why: "rule " + r.name + " denies"}, nil
 	}
 
 	// 4. Approvals nothing waives.
-	for _, r := range p.approve {
-		if !r.matches(spec.Name) {
-			continue
+	if r, err := ev.first(p.approve); err != nil {
+		if ctx.Err() != nil {
+			return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
 		}
-		ok, err := evalRule(r)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
-			}
-			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule,
-				Why: fmt.Sprintf("rule %s could not be evaluated, so it requires approval: %v", r.name, err)}, nil
-		}
-		if ok {
-			return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule, Why: "rule " + r.name + " requires approval"}, nil
-		}
+		return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule,
+			Why: fmt.Sprintf("rule %s could not be evaluated, so it requires approval: %v", r.name, err)}, nil
+	} else if r != nil {
+		return Decision{Verdict: VerdictNeedsApproval, Rule: r.name, Cause: HoldPolicyRule, Why: "rule " + r.name + " requires approval"}, nil
 	}
 	if in.ApprovalWhen != nil {
 		ok, err := in.ApprovalWhen.eval(ctx, &argsActivation{args: in.Args}, true)
@@ -316,27 +284,71 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 	default:
 		return Decision{Verdict: VerdictAllow}, nil
 	}
+	// An allow rule that cannot be evaluated waives nothing: the next one is tried.
 	var failed []string
-	for _, r := range p.allow {
-		if !r.matches(spec.Name) {
-			continue
+	for rules := p.allow; ; {
+		r, err := ev.first(rules)
+		if r == nil {
+			break
 		}
-		ok, err := evalRule(r)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
-			}
-			failed = append(failed, fmt.Sprintf("rule %s could not be evaluated, so it waives nothing: %v", r.name, err))
-			continue
-		}
-		if ok {
+		if err == nil {
 			return Decision{Verdict: VerdictAllow, Rule: r.name, Why: "rule " + r.name + " waives the approval for " + why}, nil
 		}
+		if ctx.Err() != nil {
+			return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
+		}
+		failed = append(failed, fmt.Sprintf("rule %s could not be evaluated, so it waives nothing: %v", r.name, err))
+		rules = rules[slices.Index(rules, r)+1:]
 	}
 	if len(failed) > 0 {
 		why += "; " + strings.Join(failed, "; ")
 	}
 	return Decision{Verdict: VerdictNeedsApproval, Cause: cause, Why: why}, nil
+}
+
+// ruleEvaluator evaluates operator rules for one call. The activation (and the check
+// of the call's values against the bounds the build assumed) is built when the first
+// rule is evaluated: a call no rule applies to pays for neither.
+type ruleEvaluator struct {
+	ctx       context.Context
+	spec      *ToolSpec
+	in        *DecisionInput
+	trust     Trust
+	act       *policyActivation
+	boundsWhy string
+}
+
+// first returns the first rule of rules, in declaration order, that applies to the
+// tool and either holds (err nil) or cannot be evaluated (err set); nil when none.
+func (e *ruleEvaluator) first(rules []*policyRule) (*policyRule, error) {
+	for _, r := range rules {
+		if !r.matches(e.spec.Name) {
+			continue
+		}
+		ok, err := e.eval(r)
+		if err != nil || ok {
+			return r, err
+		}
+	}
+	return nil, nil
+}
+
+func (e *ruleEvaluator) eval(r *policyRule) (bool, error) {
+	if e.act == nil {
+		e.act = &policyActivation{
+			tool:       e.spec.Name,
+			risk:       string(e.spec.Risk),
+			sideEffect: string(e.spec.SideEffect),
+			trust:      string(e.trust),
+			principal:  e.in.Principal,
+			args:       e.in.Args,
+		}
+		e.boundsWhy = policyBounds(e.spec.Name, &e.act.principal)
+	}
+	if e.boundsWhy != "" {
+		return false, errors.New(e.boundsWhy)
+	}
+	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= policyMaxLabelLength && len(e.act.sideEffect) <= policyMaxLabelLength)
 }
 
 const (
