@@ -101,65 +101,81 @@ func (r *Registry) RegisterAdapter(domain string, t Tool) error {
 }
 
 func (r *Registry) add(t Tool, adapter bool) error {
+	reg, err := compileTool(t, adapter)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[reg.spec.Name]; dup {
+		return fmt.Errorf("runtime: register: tool %s is registered twice", reg.spec.Name)
+	}
+	r.tools[reg.spec.Name] = reg
+	return nil
+}
+
+// compileTool checks t's name and compiles its schemas and expressions: everything
+// that can refuse a tool, done before the registry is touched.
+func compileTool(t Tool, adapter bool) (*registered, error) {
 	if t == nil || t.Spec() == nil {
-		return fmt.Errorf("runtime: register: nil tool or spec")
+		return nil, fmt.Errorf("runtime: register: nil tool or spec")
 	}
 	spec := t.Spec()
 	if why := names.Check(spec.Name); why != "" {
-		return fmt.Errorf("runtime: register: tool name %q %s", spec.Name, why)
+		return nil, fmt.Errorf("runtime: register: tool name %q %s", spec.Name, why)
 	}
 	if !adapter && names.Reserved(spec.Name) {
-		return fmt.Errorf("runtime: register %s: domain %q is reserved for adapters (%v)", spec.Name, names.Domain(spec.Name), names.ReservedDomains)
+		return nil, fmt.Errorf("runtime: register %s: domain %q is reserved for adapters (%v)", spec.Name, names.Domain(spec.Name), names.ReservedDomains)
 	}
 	reg := &registered{tool: t, spec: spec}
 	var err error
 	if reg.input, err = resolveSchema(spec.InputSchema); err != nil {
-		return fmt.Errorf("runtime: register %s: input schema: %w", spec.Name, err)
+		return nil, fmt.Errorf("runtime: register %s: input schema: %w", spec.Name, err)
 	}
 	if reg.output, err = resolveSchema(spec.OutputSchema); err != nil {
-		return fmt.Errorf("runtime: register %s: output schema: %w", spec.Name, err)
+		return nil, fmt.Errorf("runtime: register %s: output schema: %w", spec.Name, err)
 	}
 	if reg.argTypes, err = NewArgTypes(spec.InputSchema); err != nil {
-		return fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
+		return nil, fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
 	}
 	if !adapter {
 		if reg.bound, err = boundArgs(spec.InputSchema); err != nil {
-			return fmt.Errorf("runtime: register %s: bound arguments: %w", spec.Name, err)
+			return nil, fmt.Errorf("runtime: register %s: bound arguments: %w", spec.Name, err)
 		}
 		if reg.workspacePaths, err = workspacePathArgs(spec.InputSchema); err != nil {
-			return fmt.Errorf("runtime: register %s: workspace paths: %w", spec.Name, err)
+			return nil, fmt.Errorf("runtime: register %s: workspace paths: %w", spec.Name, err)
 		}
 	}
 	if spec.IdempotentWhen != "" {
 		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen); err != nil {
-			return fmt.Errorf("runtime: register %s: idempotent_when: %w", spec.Name, err)
+			return nil, fmt.Errorf("runtime: register %s: idempotent_when: %w", spec.Name, err)
 		}
 	}
 	if spec.ApprovalWhen != "" {
 		if reg.exprs.approvalWhen, err = CompileToolExpr(spec.ApprovalWhen); err != nil {
-			return fmt.Errorf("runtime: register %s: approval_when: %w", spec.Name, err)
+			return nil, fmt.Errorf("runtime: register %s: approval_when: %w", spec.Name, err)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.tools[spec.Name]; dup {
-		return fmt.Errorf("runtime: register: tool %s is registered twice", spec.Name)
-	}
-	r.tools[spec.Name] = reg
-	return nil
+	return reg, nil
 }
 
 // Replace swaps the definition of a registered tool (an upstream catalog change).
-// Sessions that pinned the old definition keep refusing it as tool_changed.
+// Sessions that pinned the old definition keep refusing it as tool_changed. A new
+// definition that does not compile is refused before anything changes: the registered
+// one stays, and the caller decides whether to withdraw it.
 func (r *Registry) Replace(t Tool) error {
 	if names.Reserved(t.Spec().Name) {
 		t.Spec().OutputTrust = TrustExternalUntrusted // as RegisterAdapter does (RT-6)
 	}
+	reg, err := compileTool(t, names.Reserved(t.Spec().Name))
+	if err != nil {
+		return err // the registered definition stays
+	}
 	r.mu.Lock()
-	r.retire(r.tools[t.Spec().Name])
-	delete(r.tools, t.Spec().Name)
-	r.mu.Unlock()
-	return r.add(t, names.Reserved(t.Spec().Name))
+	defer r.mu.Unlock()
+	r.retire(r.tools[reg.spec.Name])
+	r.tools[reg.spec.Name] = reg
+	return nil
 }
 
 // Withdraw removes a tool. Sessions that pinned it see tool_withdrawn.

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -152,5 +153,26 @@ func TestExecute_UnpinnedCallSeesTheCurrentCatalog(t *testing.T) {
 	wantStatus(t, h.exec(c), runtime.OutcomeSucceeded, "")
 	if pins, _, err := h.store.SessionPinsGet(h.ctx, "acme", ""); err != nil || pins != nil {
 		t.Fatalf("an unpinned call stored pins: %v, %v", pins, err)
+	}
+}
+
+// TestRegistry_ReplaceRefusedKeepsTheOld: a new definition the registry refuses (here
+// an input schema that does not compile) changes nothing — the registered definition
+// stays — so that a caller is never left with the tool silently gone (issue 17: the
+// upstream adapter used to compensate for Replace deleting before it validated).
+func TestRegistry_ReplaceRefusedKeepsTheOld(t *testing.T) {
+	reg := runtime.NewRegistry()
+	if err := reg.Register(newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)); err != nil {
+		t.Fatal(err)
+	}
+	bad := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)
+	bad.spec.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"$ref":"#/nowhere"}}}`)
+	bad.spec.SchemaSHA256 = "sha-bad"
+	if err := reg.Replace(bad); err == nil {
+		t.Fatal("Replace accepted a schema that does not resolve")
+	}
+	cur := reg.Current()
+	if len(cur) != 1 || cur[0].SchemaSHA256 != "sha-demo.read" {
+		t.Fatalf("after the refused Replace the registry holds %+v, want the old definition", cur)
 	}
 }

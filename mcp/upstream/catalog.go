@@ -179,13 +179,31 @@ func (u *Upstream) loadHistory(ctx context.Context) error {
 // It returns the recorded differences by change kind, and the catalog hash (SHA-256 over
 // the sorted names and definition hashes now registered).
 func (u *Upstream) apply(ctx context.Context, entries map[string]*entry, drops map[string]*drop) (map[string][]string, string, error) {
+	current, hist, err := u.register(entries, drops)
+	if err != nil {
+		return nil, "", err
+	}
+	catalog := map[string]string{}
+	for name, e := range current {
+		catalog[name] = e.hash
+	}
+	catalogSHA, _ := hashJSON(catalog)
+	diff, err := u.recordHistory(ctx, current, drops, hist)
+	return diff, catalogSHA, err
+}
+
+// register makes the registry match entries: new tools are registered, changed ones
+// replaced, and those no longer listed, or dropped (a definition the registry refuses
+// is added to drops here), withdrawn. It returns the tools now registered and the
+// catalog history as last recorded.
+func (u *Upstream) register(entries map[string]*entry, drops map[string]*drop) (map[string]*entry, map[string]histState, error) {
 	reg := u.opts.Registry
 	for _, name := range sortedKeys(entries) {
 		e := entries[name]
 		u.mu.Lock()
 		if u.closed {
 			u.mu.Unlock()
-			return nil, "", ErrClosed
+			return nil, nil, ErrClosed
 		}
 		old := u.tools[name]
 		u.mu.Unlock()
@@ -195,52 +213,50 @@ func (u *Upstream) apply(ctx context.Context, entries map[string]*entry, drops m
 			err = safeRegister(func() error { return reg.RegisterAdapter(u.domain, e.tool) })
 		case old.hash != e.hash:
 			// The spec is already external_untrusted: Replace, unlike RegisterAdapter,
-			// does not force it.
+			// does not force it. A refused replacement leaves the old definition
+			// registered; the drop below withdraws it.
 			err = safeRegister(func() error { return reg.Replace(e.tool) })
 		default:
 			continue // unchanged: the registered tool stays
 		}
-		u.mu.Lock()
 		if err != nil {
 			u.log.Error("registry refused an upstream tool", "tool", name, "error", err)
-			sig := e.hash
-			drops[name] = &drop{kind: ChangeDroppedInvalid, sig: sig, detail: map[string]any{
+			drops[name] = &drop{kind: ChangeDroppedInvalid, sig: e.hash, detail: map[string]any{
 				"remote_name": e.remote, "reason": "registry: " + err.Error(),
 			}}
-			if old != nil { // Replace removed the old definition before failing
-				delete(u.tools, name)
-			}
-		} else {
-			u.tools[name] = e
+			continue
 		}
+		u.mu.Lock()
+		u.tools[name] = e
 		u.mu.Unlock()
 	}
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	for name := range u.tools {
 		if _, ok := entries[name]; !ok || drops[name] != nil {
 			reg.Withdraw(name)
 			delete(u.tools, name)
 		}
 	}
-	now := map[string]histState{}
-	for name, e := range u.tools {
-		now[name] = histState{present: true, sha: e.hash, fields: e.fields, remote: e.remote}
-	}
-	current := map[string]*entry{}
+	current := make(map[string]*entry, len(u.tools))
 	for name, e := range u.tools {
 		current[name] = e
+	}
+	return current, u.hist, nil
+}
+
+// recordHistory appends to mcp_catalog_history what changed between hist, the
+// catalog as last recorded, and the one now registered (current, with drops), and
+// remembers what it recorded. A change that cannot be recorded is left out of the
+// remembered state, so the next refresh records it.
+func (u *Upstream) recordHistory(ctx context.Context, current map[string]*entry, drops map[string]*drop, hist map[string]histState) (map[string][]string, error) {
+	now := map[string]histState{}
+	for name, e := range current {
+		now[name] = histState{present: true, sha: e.hash, fields: e.fields, remote: e.remote}
 	}
 	for name, d := range drops {
 		now[name] = histState{kind: d.kind, sha: d.sig}
 	}
-	hist := u.hist
-	u.mu.Unlock()
-	catalog := map[string]string{}
-	for name, e := range current {
-		catalog[name] = e.hash
-	}
-	catalogSHA, _ := hashJSON(catalog)
-
 	diff := map[string][]string{}
 	var errs []error
 	next := map[string]histState{}
@@ -301,9 +317,9 @@ func (u *Upstream) apply(ctx context.Context, entries map[string]*entry, drops m
 	u.hist = next
 	u.mu.Unlock()
 	if len(errs) > 0 {
-		return diff, catalogSHA, fmt.Errorf("upstream %s: catalog history: %w", u.id, errors.Join(errs...))
+		return diff, fmt.Errorf("upstream %s: catalog history: %w", u.id, errors.Join(errs...))
 	}
-	return diff, catalogSHA, nil
+	return diff, nil
 }
 
 func (u *Upstream) change(tool, kind, sha string, detail map[string]any) *store.CatalogChange {
