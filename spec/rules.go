@@ -28,6 +28,12 @@ func ruleCategory(id string) string {
 	return c
 }
 
+// CheckRuleScript is the testscript of a check rule: check_rule_<id>.txtar, the ID
+// lower-cased with its dots and dashes as underscores.
+func CheckRuleScript(id string) string {
+	return "check_rule_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToLower(id)) + ".txtar"
+}
+
 // LookupCheckRule returns the check rule with the given ID.
 func LookupCheckRule(id string) (CheckRule, bool) {
 	i := slices.IndexFunc(CheckRules, func(r CheckRule) bool { return r.ID == id })

@@ -106,12 +106,6 @@ func TestCheckRulesFiredAreInTable(t *testing.T) {
 	}
 }
 
-// CheckRuleScript is the testscript of a check rule: check_rule_<id>.txtar, the ID
-// lower-cased with its dots and dashes as underscores.
-func CheckRuleScript(id string) string {
-	return "check_rule_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToLower(id)) + ".txtar"
-}
-
 // TestEveryCheckRuleHasTestscript: as TestEveryRuleHasTestscript does for the diff
 // rules, every check rule a spec can fire has testscripts/check_rule_<id>.txtar that
 // runs toolgen check on a tree that fires it (the exact finding in the expected
