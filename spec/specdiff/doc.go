@@ -2,7 +2,9 @@
 // reports, as named findings, the changes a reviewer must see: those that weaken safety,
 // those that break callers, and the rest of what changed the generated catalog. It is
 // the engine of `toolgen diff`, modelled on buf's `breaking`: stable rule names in
-// categories, each finding with its current and previous location.
+// categories, each finding with its current and previous location. A finding is a
+// diag.Annotation, the model `toolgen check` reports with too, and the CLI prints both
+// through the same formatters (package spec/diag).
 //
 // Compare works on the model of package spec, never on the YAML text, so a change of
 // comments, key order, quoting or scalar style produces no finding. CEL expressions are
@@ -132,6 +134,6 @@
 // To acknowledge again a rule whose entry is still carried, remove the entry first (in a
 // change of its own), then add it with the new change.
 //
-// specdiff imports only package spec and the standard library; it must never import
-// codegen, the runtime or the CLI.
+// specdiff imports only packages spec, spec/diag and the standard library; it must
+// never import codegen, the runtime or the CLI.
 package specdiff
