@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -120,12 +119,6 @@ func TestEveryCheckRuleHasTestscript(t *testing.T) {
 			}
 			continue
 		}
-		if slices.Contains(checkRulesWithoutScript, r.ID) {
-			if err == nil {
-				t.Errorf("rule %s has %s now: remove it from checkRulesWithoutScript", r.ID, name)
-			}
-			continue
-		}
 		if err != nil {
 			t.Errorf("rule %s: %v", r.ID, err)
 			continue
@@ -137,7 +130,3 @@ func TestEveryCheckRuleHasTestscript(t *testing.T) {
 		}
 	}
 }
-
-// checkRulesWithoutScript are the rules still owed a testscript. The list only
-// shrinks: TestEveryCheckRuleHasTestscript fails once a listed rule has its script.
-var checkRulesWithoutScript = []string{}
