@@ -28,7 +28,7 @@ func builtinsFrom(fsys fs.FS) *builtinSet {
 	b := &builtinSet{byName: map[string]*Tool{}}
 	tree, diags, err := loadFS(fsys, "", nil)
 	if err != nil {
-		b.diags = Diagnostics{{Path: ToolsDir, Pos: Pos{1, 1}, Rule: "builtin", Message: "reading the embedded builtin specs: " + err.Error()}}
+		b.diags = Diagnostics{NewDiagnostic(ToolsDir, Pos{1, 1}, "builtin.unreadable", "reading the embedded builtin specs: "+err.Error())}
 		return b
 	}
 	b.diags = diags

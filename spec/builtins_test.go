@@ -209,7 +209,7 @@ modes:
     tools: [notes.search, protocol.dispach]
 `},
 			want: []string{`protocols/notes.yaml:5:27: mode work names unknown tool "protocol.dispach": ` +
-				`there is no tools/protocol.dispach.yaml and no builtin tool of that name; did you mean "protocol.dispatch"? [SPEC-8]`},
+				`there is no tools/protocol.dispach.yaml and no builtin tool of that name; did you mean "protocol.dispatch"? [SPEC-8.unknown-tool]`},
 		},
 		{
 			name: "a misspelt argument of a builtin in a one-tool policy rule",
@@ -218,17 +218,17 @@ modes:
     tools: [workspace.write_text]
     allow_when: "args.pth.startsWith('scratch/')"
 `},
-			want: []string{`policy.yaml:4:23: rule scratch: allow_when: undefined field 'pth'; did you mean "path"? [POL-2]`},
+			want: []string{`policy.yaml:4:23: rule scratch: allow_when: undefined field 'pth'; did you mean "path"? [POL-2.cel-error]`},
 		},
 		{
 			name:  "a tree's broken spec of a builtin's name shadows the builtin",
 			files: map[string]string{"tools/protocol.dispatch.yaml": "name: protocol.dispatch\nversion: [\n"},
 			want: []string{
-				`protocols/notes.yaml:5:27: mode work names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8]`,
-				`protocols/notes.yaml:7:27: mode review names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8]`,
+				`protocols/notes.yaml:5:27: mode work names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8.unknown-tool]`,
+				`protocols/notes.yaml:7:27: mode review names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8.unknown-tool]`,
 				"protocols/notes.yaml:7:27: exclusive tool protocol.dispatch is held by 2 modes (review, work): " +
 					"an exclusive tool belongs to exactly one mode (declared in exclusive_tools) [WF-1]",
-				`protocols/notes.yaml:8:19: exclusive_tools names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8]`,
+				`protocols/notes.yaml:8:19: exclusive_tools names unknown tool "protocol.dispatch": tools/protocol.dispatch.yaml shadows the builtin of that name but does not declare it; fix its findings [SPEC-8.unknown-tool]`,
 			},
 		},
 	}

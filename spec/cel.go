@@ -186,7 +186,7 @@ func checkToolCEL(r reporter, t *Tool) {
 			continue
 		}
 		if err != nil {
-			r.errorf(x.e.Pos, "SPEC-5", "%s: cannot build the CEL environment of %s: %v", x.key, t.Name, err)
+			r.errorf(x.e.Pos, "SPEC-5.cel-environment", "%s: cannot build the CEL environment of %s: %v", x.key, t.Name, err)
 			continue
 		}
 		names := celNames{provider: p, vars: argsVars, objects: map[string]string{"args": argsTypeName(t.Name)}}
@@ -227,7 +227,7 @@ func checkPolicyCEL(r reporter, p *Policy, lookup func(name string) *Tool) {
 			label = "rule " + rule.Name + ": " + label
 		}
 		if b.err != nil {
-			r.errorf(rule.When.Pos, "POL-2", "%s: cannot build the CEL environment: %v", label, b.err)
+			r.errorf(rule.When.Pos, "POL-2.cel-environment", "%s: cannot build the CEL environment: %v", label, b.err)
 			continue
 		}
 		sizes := &celSizes{policy: true}
@@ -330,14 +330,15 @@ func safeEnv(f func() (*cel.Env, error)) (env *cel.Env, err error) {
 	return f()
 }
 
-// checkExpr compiles e in env and reports, as rule, every error at its position in the
-// YAML file, a result that is not bool, and an estimated cost over CELCostBudget. Each
+// checkExpr compiles e in env and reports every error at its position in the YAML file,
+// a result that is not bool, and an estimated cost over CELCostBudget, under the
+// requirement req (SPEC-5 or POL-2: rules req.cel-error, req.cel-not-bool, ...). Each
 // message starts with label (the expression's key). A misspelt field or variable gets a
 // did-you-mean from names, as an unknown key does.
-func checkExpr(r reporter, rule, label string, env *cel.Env, names celNames, e *Expr, sizes *celSizes) {
+func checkExpr(r reporter, req, label string, env *cel.Env, names celNames, e *Expr, sizes *celSizes) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.errorf(e.Pos, rule, "%s: the CEL checker failed on this expression: %v", label, p)
+			r.errorf(e.Pos, req+".cel-checker-failed", "%s: the CEL checker failed on this expression: %v", label, p)
 		}
 	}()
 	if names.provider != nil {
@@ -351,12 +352,12 @@ func checkExpr(r reporter, rule, label string, env *cel.Env, names celNames, e *
 			if msg == "invalid matches argument" {
 				msg += regexDetail(env, e.Source, ce.ExprID)
 			}
-			r.errorf(m.location(ce.Location, msg), rule, "%s: %s%s", label, oneLine(msg), names.suggest(msg))
+			r.errorf(m.location(ce.Location, msg), req+".cel-error", "%s: %s%s", label, oneLine(msg), names.suggest(msg))
 		}
 		return
 	}
 	if ast == nil {
-		r.errorf(e.Pos, rule, "%s: the expression did not compile", label)
+		r.errorf(e.Pos, req+".cel-error", "%s: the expression did not compile", label)
 		return
 	}
 	if out := ast.OutputType(); !out.IsExactType(types.BoolType) {
@@ -364,17 +365,17 @@ func checkExpr(r reporter, rule, label string, env *cel.Env, names celNames, e *
 		if out.Kind() == types.DynKind {
 			hint = "; its value is only known at run time, so compare it explicitly (for example == true)"
 		}
-		r.errorf(newExprMap(e).start(), rule, "%s: the expression must evaluate to bool, but its type is %s%s", label, out, hint)
+		r.errorf(newExprMap(e).start(), req+".cel-not-bool", "%s: the expression must evaluate to bool, but its type is %s%s", label, out, hint)
 		return
 	}
 	est, err := env.EstimateCost(ast, sizes)
 	if err != nil {
-		r.errorf(newExprMap(e).start(), rule, "%s: cannot estimate the cost of the expression: %v", label, err)
+		r.errorf(newExprMap(e).start(), req+".cel-cost-unknown", "%s: cannot estimate the cost of the expression: %v", label, err)
 		return
 	}
 	if est.Max > CELCostBudget {
 		sizes.blame(env, ast)
-		r.errorf(newExprMap(e).start(), rule, "%s: estimated cost %d exceeds the budget of %d; %s", label, est.Max, uint64(CELCostBudget), sizes.advice())
+		r.errorf(newExprMap(e).start(), req+".cel-cost-budget", "%s: estimated cost %d exceeds the budget of %d; %s", label, est.Max, uint64(CELCostBudget), sizes.advice())
 	}
 }
 

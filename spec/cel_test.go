@@ -71,59 +71,59 @@ func TestToolCEL(t *testing.T) {
 			name: "misspelt field, plain",
 			//                   col 16 ^    ^ col 21
 			tail: non + "approval_when: args.pathh.startsWith('.git/')\n",
-			want: []string{"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, double-quoted",
 			tail: non + `approval_when: "args.pathh.startsWith('.git/')"` + "\n",
-			want: []string{"tools/fs.write.yaml:15:22: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:22: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, double-quoted after escapes",
 			// `"args.path == \"\x41\" && args.cont > 1"`: the quote is column 16, \" 30-31,
 			// \x41 32-35, \" 36-37, args 42-45, cont 47.
 			tail: non + `approval_when: "args.path == \"\x41\" && args.cont > 1"` + "\n",
-			want: []string{"tools/fs.write.yaml:15:47: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:47: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, single-quoted with '' escapes",
 			// ' is column 16, ''create'' 30-39, args 44-47, cont 49.
 			tail: non + "approval_when: 'args.mode == ''create'' && args.cont > 1'\n",
-			want: []string{"tools/fs.write.yaml:15:49: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:49: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, literal block",
 			tail: non + "approval_when: |\n  args.mode == 'create' &&\n    args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:17:10: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:17:10: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, literal block with indentation indicator and blank lines",
 			tail: non + "approval_when: |2-\n\n     args.mode == 'create'\n\n     && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:19:14: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:19:14: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, folded block",
 			tail: non + "approval_when: >-\n  args.mode == 'create'\n  && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:17:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:17:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt field, multi-line plain",
 			tail: non + "approval_when: args.mode == 'create'\n  && args.cont > 1\n",
-			want: []string{"tools/fs.write.yaml:16:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:16:11: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "misspelt nested field",
 			// args.opts.dept: args 16-19, opts 21-24, dept 26.
 			tail: non + "approval_when: args.opts.dept > 1\n",
-			want: []string{"tools/fs.write.yaml:15:26: approval_when: undefined field 'dept'; did you mean \"depth\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:26: approval_when: undefined field 'dept'; did you mean \"depth\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "every error of an expression",
 			// args.pathh: pathh at 21; args.cont: cont at 42.
 			tail: non + "approval_when: args.pathh == 'x' || args.cont > 1\n",
 			want: []string{
-				"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]",
-				"tools/fs.write.yaml:15:42: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5]",
+				"tools/fs.write.yaml:15:21: approval_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5.cel-error]",
+				"tools/fs.write.yaml:15:42: approval_when: undefined field 'cont'; did you mean \"count\"? [SPEC-5.cel-error]",
 			},
 		},
 		{
@@ -131,54 +131,54 @@ func TestToolCEL(t *testing.T) {
 			// idempotent_when: args starts at 18, pathh at 23.
 			tail: cond + "idempotent_when: args.pathh == 'x'\napproval_when: args.mode == 1\n",
 			want: []string{
-				"tools/fs.write.yaml:15:23: idempotent_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5]",
-				"tools/fs.write.yaml:16:26: approval_when: found no matching overload for '_==_' applied to '(string, int)' [SPEC-5]",
+				"tools/fs.write.yaml:15:23: idempotent_when: undefined field 'pathh'; did you mean \"path\"? [SPEC-5.cel-error]",
+				"tools/fs.write.yaml:16:26: approval_when: found no matching overload for '_==_' applied to '(string, int)' [SPEC-5.cel-error]",
 			},
 		},
 		{
 			name: "type mismatch",
 			// args.count + 'x': + is column 27.
 			tail: non + "approval_when: args.count + 'x' > 1\n",
-			want: []string{"tools/fs.write.yaml:15:27: approval_when: found no matching overload for '_+_' applied to '(int, string)' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:27: approval_when: found no matching overload for '_+_' applied to '(int, string)' [SPEC-5.cel-error]"},
 		},
 		{
 			name: "function on the wrong type",
 			// args.count.startsWith: startsWith is column 27.
 			tail: non + "approval_when: args.count.startsWith('x')\n",
-			want: []string{"tools/fs.write.yaml:15:27: approval_when: found no matching overload for 'startsWith' applied to 'int.(string)' [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:27: approval_when: found no matching overload for 'startsWith' applied to 'int.(string)' [SPEC-5.cel-error]"},
 		},
 		{
 			name: "non-bool result",
 			tail: non + "approval_when: args.count + 1\n",
-			want: []string{"tools/fs.write.yaml:15:16: approval_when: the expression must evaluate to bool, but its type is int [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:16: approval_when: the expression must evaluate to bool, but its type is int [SPEC-5.cel-not-bool]"},
 		},
 		{
 			name: "non-bool result, literal block",
 			tail: non + "approval_when: |\n  args.tags\n",
-			want: []string{"tools/fs.write.yaml:16:3: approval_when: the expression must evaluate to bool, but its type is list(string) [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:16:3: approval_when: the expression must evaluate to bool, but its type is list(string) [SPEC-5.cel-not-bool]"},
 		},
 		{
 			name: "syntax error",
 			// the expression is columns 18-44; the end of input is column 45.
 			tail: cond + "idempotent_when: args.mode == 'overwrite' &&\n",
-			want: []string{"tools/fs.write.yaml:15:45: idempotent_when: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:45: idempotent_when: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} [SPEC-5.cel-error]"},
 		},
 		{
 			name: "syntax error, double-quoted",
 			// the quote is column 18, the stray ) column 44.
 			tail: cond + `idempotent_when: "args.mode == 'overwrite' ) "` + "\n",
-			want: []string{"tools/fs.write.yaml:15:44: idempotent_when: Syntax error: extraneous input ')' expecting <EOF> [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:44: idempotent_when: Syntax error: extraneous input ')' expecting <EOF> [SPEC-5.cel-error]"},
 		},
 		{
 			name: "undeclared variable",
 			tail: non + "approval_when: arg.path == 'x'\n",
-			want: []string{"tools/fs.write.yaml:15:16: approval_when: undeclared reference to 'arg' (in container ''); did you mean \"args\"? [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:16: approval_when: undeclared reference to 'arg' (in container ''); did you mean \"args\"? [SPEC-5.cel-error]"},
 		},
 		{
 			name: "bad regex literal",
 			// args.path.matches('['): the literal is column 34.
 			tail: non + "approval_when: args.path.matches('[')\n",
-			want: []string{"tools/fs.write.yaml:15:34: approval_when: invalid matches argument: error parsing regexp: missing closing ]: `[` [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:34: approval_when: invalid matches argument: error parsing regexp: missing closing ]: `[` [SPEC-5.cel-error]"},
 		},
 		{
 			name: "strings extension",
@@ -193,17 +193,17 @@ func TestToolCEL(t *testing.T) {
 		{
 			name: "comprehension over an unbounded list",
 			tail: non + "approval_when: args.tags.exists(t, t.matches('^release/'))\n",
-			want: []string{"tools/fs.write.yaml:15:16: approval_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.tags, args.tags.items [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:16: approval_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.tags, args.tags.items [SPEC-5.cel-cost-budget]"},
 		},
 		{
 			name: "membership in an unbounded list",
 			tail: non + "approval_when: |\n  args.tags.exists(t, t == 'x')\n",
-			want: []string{"tools/fs.write.yaml:16:3: approval_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.tags [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:16:3: approval_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.tags [SPEC-5.cel-cost-budget]"},
 		},
 		{
 			name: "search in an unbounded string",
 			tail: non + "approval_when: args.path.contains('..')\n",
-			want: []string{"tools/fs.write.yaml:15:16: approval_when: estimated cost 1844674407370955266 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.path [SPEC-5]"},
+			want: []string{"tools/fs.write.yaml:15:16: approval_when: estimated cost 1844674407370955266 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.path [SPEC-5.cel-cost-budget]"},
 		},
 		{
 			name: "comprehension over a bounded list passes",
@@ -251,7 +251,7 @@ func TestPolicyCEL(t *testing.T) {
     approve_when: "args.branch.startsWith('release/') || args.brnch == 'main'"
 `,
 			// the quote is column 19; args.brnch: brnch is column 63.
-			want: []string{"policy.yaml:4:63: rule merge-release: approve_when: undefined field 'brnch'; did you mean \"branch\"? [POL-2]"},
+			want: []string{"policy.yaml:4:63: rule merge-release: approve_when: undefined field 'brnch'; did you mean \"branch\"? [POL-2.cel-error]"},
 		},
 		{
 			name: "typed args: type mismatch",
@@ -260,7 +260,7 @@ func TestPolicyCEL(t *testing.T) {
     tools: [review.merge]
     deny_when: args.branch > 1
 `,
-			want: []string{"policy.yaml:4:28: rule merge-release: deny_when: found no matching overload for '_>_' applied to '(string, int)' [POL-2]"},
+			want: []string{"policy.yaml:4:28: rule merge-release: deny_when: found no matching overload for '_>_' applied to '(string, int)' [POL-2.cel-error]"},
 		},
 		{
 			name: "map args without tools",
@@ -295,7 +295,7 @@ func TestPolicyCEL(t *testing.T) {
   - name: unknown
     deny_when: tenant == 'prod'
 `,
-			want: []string{"policy.yaml:3:16: rule unknown: deny_when: undeclared reference to 'tenant' (in container ''); did you mean \"principal.tenant\"? [POL-2]"},
+			want: []string{"policy.yaml:3:16: rule unknown: deny_when: undeclared reference to 'tenant' (in container ''); did you mean \"principal.tenant\"? [POL-2.cel-error]"},
 		},
 		{
 			name: "misspelt principal field, folded",
@@ -305,7 +305,7 @@ func TestPolicyCEL(t *testing.T) {
       trust == 'external_untrusted'
       && principal.tenannt == 'prod'
 `,
-			want: []string{"policy.yaml:5:20: rule principal: deny_when: undefined field 'tenannt'; did you mean \"tenant\"? [POL-2]"},
+			want: []string{"policy.yaml:5:20: rule principal: deny_when: undefined field 'tenannt'; did you mean \"tenant\"? [POL-2.cel-error]"},
 		},
 		{
 			name: "non-bool",
@@ -313,7 +313,7 @@ func TestPolicyCEL(t *testing.T) {
   - name: dyn
     deny_when: args.flag
 `,
-			want: []string{"policy.yaml:3:16: rule dyn: deny_when: the expression must evaluate to bool, but its type is dyn; its value is only known at run time, so compare it explicitly (for example == true) [POL-2]"},
+			want: []string{"policy.yaml:3:16: rule dyn: deny_when: the expression must evaluate to bool, but its type is dyn; its value is only known at run time, so compare it explicitly (for example == true) [POL-2.cel-not-bool]"},
 		},
 		{
 			name: "cost over untyped args",
@@ -321,7 +321,7 @@ func TestPolicyCEL(t *testing.T) {
   - name: cost
     deny_when: args.labels.exists(l, l == 'x')
 `,
-			want: []string{"policy.yaml:3:16: rule cost: deny_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; args is untyped in this rule: name exactly one tool in its tools so that the tool's max_length and max_items apply [POL-2]"},
+			want: []string{"policy.yaml:3:16: rule cost: deny_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; args is untyped in this rule: name exactly one tool in its tools so that the tool's max_length and max_items apply [POL-2.cel-cost-budget]"},
 		},
 		{
 			name: "cost over typed args",
@@ -330,7 +330,7 @@ func TestPolicyCEL(t *testing.T) {
     tools: [review.merge]
     deny_when: args.labels.exists(l, l == 'x')
 `,
-			want: []string{"policy.yaml:4:16: rule cost: deny_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.labels [POL-2]"},
+			want: []string{"policy.yaml:4:16: rule cost: deny_when: estimated cost 18446744073709551615 exceeds the budget of 1000000; bound the inputs it iterates over with max_length (strings) or max_items (arrays) on args.labels [POL-2.cel-cost-budget]"},
 		},
 	}
 	for _, tc := range tests {

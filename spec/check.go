@@ -20,7 +20,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles [
 			continue
 		}
 		if first, dup := byName[t.Name]; dup {
-			rep(t.File).errorf(t.At("name"), "SPEC-1", "tool %s is declared twice (also in %s)", t.Name, disp(first.File))
+			rep(t.File).errorf(t.At("name"), "SPEC-1.duplicate-tool", "tool %s is declared twice (also in %s)", t.Name, disp(first.File))
 			continue
 		}
 		byName[t.Name] = t
@@ -45,7 +45,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles [
 				allow = tree.Policy.EgressAllow
 			}
 			if !HostAllowed(u.Hostname(), allow) {
-				rep(s.File).errorf(s.HTTP.URLPos, "SPEC-7", "tenant server host %q is not in the egress allowlist (policy.yaml egress.allow)", u.Hostname())
+				rep(s.File).errorf(s.HTTP.URLPos, "SPEC-7.egress-not-allowed", "tenant server host %q is not in the egress allowlist (policy.yaml egress.allow)", u.Hostname())
 			}
 		}
 	}
@@ -66,7 +66,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles [
 		if s := closest(ref.Name, scope.names()); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		r.errorf(ref.Pos, ruleFor(what), "%s", msg)
+		r.errorf(ref.Pos, ruleFor(what)+".unknown-tool", "%s", msg)
 		return false
 	}
 
@@ -74,7 +74,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles [
 	for _, p := range tree.Protocols {
 		r := rep(p.File)
 		if protoNames[p.Name] {
-			r.errorf(p.At("name"), "SPEC-8", "protocol %s is declared twice", p.Name)
+			r.errorf(p.At("name"), "SPEC-8.duplicate-protocol", "protocol %s is declared twice", p.Name)
 		}
 		protoNames[p.Name] = true
 		for _, m := range p.Modes {
@@ -86,7 +86,7 @@ func check(tree *Tree, disp func(string) string, diags *Diagnostics, toolFiles [
 			if !strings.HasSuffix(ref.Name, ".*") {
 				known(r, ref, "exclusive_tools")
 			} else {
-				r.errorf(ref.Pos, "SPEC-8", "exclusive_tools names tools one by one; %q is a pattern", ref.Name)
+				r.errorf(ref.Pos, "SPEC-8.exclusive-pattern", "exclusive_tools names tools one by one; %q is a pattern", ref.Name)
 			}
 		}
 		checkWF1(r, p, scope.all(tree.Tools), disp)
@@ -257,7 +257,7 @@ func checkGoIdents(tree *Tree, rep func(string) reporter, disp func(string) stri
 			for _, f := range structs[owner] {
 				if first, dup := seen[f.name]; dup {
 					for _, p := range [][2]goIdent{{first, f}, {f, first}} {
-						rep(t.File).errorf(p[0].pos, "SPEC-1", "%s and %s both become Go field %s.%s; rename one of them",
+						rep(t.File).errorf(p[0].pos, "SPEC-1.go-field-collision", "%s and %s both become Go field %s.%s; rename one of them",
 							p[0].what, p[1].what, owner, f.name)
 					}
 					continue
@@ -276,7 +276,7 @@ func checkGoIdents(tree *Tree, rep func(string) reporter, disp func(string) stri
 		for _, s := range [][2]site{{k.a, k.b}, {k.b, k.a}} {
 			here, there := s[0], s[1]
 			tp := there.pos.orStart()
-			rep(here.tool.File).errorf(here.pos, "SPEC-1", "%s of %s generates the same Go identifiers as %s of %s at %s:%d:%d (%s); rename one of them",
+			rep(here.tool.File).errorf(here.pos, "SPEC-1.go-ident-collision", "%s of %s generates the same Go identifiers as %s of %s at %s:%d:%d (%s); rename one of them",
 				here.what, here.tool.Name, there.what, there.tool.Name, disp(there.tool.File), tp.Line, tp.Col, list)
 		}
 	}

@@ -61,17 +61,17 @@ func loadDevice(r reporter, rel string, data []byte) *Device {
 	}
 	d := &Device{File: rel, Positions: Positions{m}}
 	if m.has("token") {
-		r.errorf(m.keyAt("token"), "DEV-2", "a device file must never hold the token itself: write token_sha256, the SHA-256 of the token in lower-case hex (sha256sum), and give the token to the device only")
+		r.errorf(m.keyAt("token"), "DEV-2.token-in-file", "a device file must never hold the token itself: write token_sha256, the SHA-256 of the token in lower-case hex (sha256sum), and give the token to the device only")
 	}
 	if id, ok := m.requiredStr("device_id", "device"); ok {
 		d.DeviceID = id
 		switch {
 		case !segment.MatchString(id):
-			r.errorf(m.at("device_id"), "DEV-2", "device_id %q must be one lower_snake_case name segment: [a-z][a-z0-9]*(_[a-z0-9]+)*", id)
+			r.errorf(m.at("device_id"), "DEV-2.device-id", "device_id %q must be one lower_snake_case name segment: [a-z][a-z0-9]*(_[a-z0-9]+)*", id)
 		case len(DeviceDomain)+len(id)+3 > names.MaxBytes:
-			r.errorf(m.at("device_id"), "DEV-2", "device_id %q is too long: %s.%s.NAME must fit in %d bytes", id, DeviceDomain, id, names.MaxBytes)
+			r.errorf(m.at("device_id"), "DEV-2.device-id-too-long", "device_id %q is too long: %s.%s.NAME must fit in %d bytes", id, DeviceDomain, id, names.MaxBytes)
 		case path.Base(rel) != id+".yaml":
-			r.errorf(m.at("device_id"), "DEV-2", "device %q must be in a file named %s, not %s", id, id+".yaml", path.Base(rel))
+			r.errorf(m.at("device_id"), "DEV-2.file-name", "device %q must be in a file named %s, not %s", id, id+".yaml", path.Base(rel))
 		}
 	}
 	d.Description, _ = m.str("description")
@@ -82,17 +82,17 @@ func loadDevice(r reporter, rel string, data []byte) *Device {
 		if m.has("device_id") {
 			at = m.keyAt("device_id")
 		}
-		r.errorf(at, "DEV-2", "a device names the tenant it belongs to (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
+		r.errorf(at, "DEV-2.tenant-missing", "a device names the tenant it belongs to (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
 	} else if t, ok := m.requiredStr("tenant", "device"); ok {
 		if !tenantName.MatchString(t) {
-			r.errorf(m.at("tenant"), "DEV-2", "tenant %q must match %s", t, tenantName)
+			r.errorf(m.at("tenant"), "DEV-2.tenant-name", "tenant %q must match %s", t, tenantName)
 		} else {
 			d.Tenant = t
 		}
 	}
 	if sum, ok := m.requiredStr("token_sha256", "device"); ok {
 		if !tokenSHA256.MatchString(sum) {
-			r.errorf(m.at("token_sha256"), "DEV-2", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), found %d characters", len(sum))
+			r.errorf(m.at("token_sha256"), "DEV-2.token-sha256", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), found %d characters", len(sum))
 		} else {
 			d.TokenSHA256 = sum
 		}
@@ -103,9 +103,9 @@ func loadDevice(r reporter, rel string, data []byte) *Device {
 			for _, t := range list {
 				switch {
 				case strings.TrimSpace(t.Name) == "":
-					r.errorf(t.Pos, "DEV-2", "allow_tools entries are the device's remote tool names and cannot be empty")
+					r.errorf(t.Pos, "DEV-2.allow-tools-empty-entry", "allow_tools entries are the device's remote tool names and cannot be empty")
 				case seen[t.Name]:
-					r.errorf(t.Pos, "duplicate-key", "tool %q is listed twice in allow_tools", t.Name)
+					r.errorf(t.Pos, "DEV-2.allow-tools-duplicate", "tool %q is listed twice in allow_tools", t.Name)
 				}
 				seen[t.Name] = true
 			}

@@ -420,8 +420,8 @@ func TestLoadRejectsHiddenLineBreaks(t *testing.T) {
 		tool, diags := LoadTool("tools/demo.a.yaml", "t.yaml", []byte(c.data))
 		var got []Pos
 		for _, d := range diags {
-			got = append(got, d.Pos)
-			if d.Rule != "yaml" {
+			got = append(got, Pos(d.Pos))
+			if d.Category != "yaml" {
 				t.Errorf("%q: %v, want rule yaml", c.data, d)
 			}
 		}

@@ -119,7 +119,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 					continue
 				}
 				if _, err := fs.Stat(fsys, is.KeyFile); err != nil {
-					r.errorf(is.Pos, "ID-1", "issuer %s: key_file %s is not in the spec root", is.Issuer, is.KeyFile)
+					r.errorf(is.Pos, "ID-1.key-file-outside-root", "issuer %s: key_file %s is not in the spec root", is.Issuer, is.KeyFile)
 				}
 			}
 		}
@@ -164,8 +164,8 @@ func specFiles(fsys fs.FS, dir string, disp func(string) string, diags *Diagnost
 		case strings.HasSuffix(e.Name(), ".yaml"):
 			out = append(out, rel)
 		case strings.HasSuffix(e.Name(), ".yml"):
-			*diags = append(*diags, Diagnostic{Path: disp(rel), Pos: Pos{1, 1}, Rule: "schema",
-				Message: "spec files end in .yaml; rename this file so it is checked"})
+			*diags = append(*diags, NewDiagnostic(disp(rel), Pos{1, 1}, "schema.yml-extension",
+				"spec files end in .yaml; rename this file so it is checked"))
 		}
 	}
 	slices.Sort(out)

@@ -141,7 +141,7 @@ func loadNotifications(r reporter, rel string, data []byte) *Notifications {
 	n := &Notifications{File: rel, Positions: Positions{m}}
 	if v, ok := m.str("console_url"); ok {
 		if u, ok := webURL(v); !ok || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			r.errorf(m.at("console_url"), "UI-1", "console_url %q must be the server's base URL, https://HOST[:PORT] without a path (http only on loopback, for tests): links add /console/...", v)
+			r.errorf(m.at("console_url"), "UI-1.console-url", "console_url %q must be the server's base URL, https://HOST[:PORT] without a path (http only on loopback, for tests): links add /console/...", v)
 		} else {
 			n.ConsoleURL = strings.TrimSuffix(v, "/")
 		}
@@ -151,7 +151,7 @@ func loadNotifications(r reporter, rel string, data []byte) *Notifications {
 	}
 	list := m.get("webhooks")
 	if list.Kind != yaml.SequenceNode {
-		r.errorf(posOf(list), "schema", "webhooks must be a list, found %s", kindName(list))
+		r.errorf(posOf(list), "schema.not-a-list", "webhooks must be a list, found %s", kindName(list))
 		return n
 	}
 	names := map[string]Pos{}
@@ -161,7 +161,7 @@ func loadNotifications(r reporter, rel string, data []byte) *Notifications {
 			continue
 		}
 		if first, dup := names[w.Name]; dup && w.Name != "" {
-			r.errorf(w.Positions.At("name"), "duplicate-key", "webhook %s is declared twice (first at line %d)", w.Name, first.Line)
+			r.errorf(w.Positions.At("name"), "UI-1.webhook-duplicate", "webhook %s is declared twice (first at line %d)", w.Name, first.Line)
 		} else {
 			names[w.Name] = w.Positions.At("name")
 		}
@@ -179,7 +179,7 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 		MaxAttempts: DefaultWebhookAttempts, Timeout: DefaultWebhookTimeout}
 	if v, ok := m.requiredStr("name", "webhook"); ok {
 		if !webhookName.MatchString(v) {
-			r.errorf(m.at("name"), "UI-1", "webhook name %q must match %s", v, webhookName)
+			r.errorf(m.at("name"), "UI-1.webhook-name", "webhook name %q must match %s", v, webhookName)
 		}
 		w.Name = v
 	}
@@ -188,15 +188,15 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 	env, hasEnv := m.str("url_env")
 	switch {
 	case hasURL == hasEnv:
-		r.errorf(posOf(n), "UI-1", "a webhook needs exactly one of url and url_env")
+		r.errorf(posOf(n), "UI-1.webhook-url-or-env", "a webhook needs exactly one of url and url_env")
 	case hasURL:
 		if x, ok := webURL(u); !ok || x.Fragment != "" {
-			r.errorf(m.at("url"), "UI-1", "url %q must be an absolute https URL without user or fragment (http only on loopback, for tests)", u)
+			r.errorf(m.at("url"), "UI-1.webhook-url", "url %q must be an absolute https URL without user or fragment (http only on loopback, for tests)", u)
 		}
 		w.URL = u
 	default:
 		if !envName.MatchString(env) {
-			r.errorf(m.at("url_env"), "UI-1", "url_env %q must name an environment variable (%s)", env, envName)
+			r.errorf(m.at("url_env"), "UI-1.env-name", "url_env %q must name an environment variable (%s)", env, envName)
 		}
 		w.URLEnv = env
 	}
@@ -205,24 +205,24 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 	}
 	if v, ok := m.str("secret_env"); ok {
 		if !envName.MatchString(v) {
-			r.errorf(m.at("secret_env"), "UI-1", "secret_env %q must name an environment variable (%s): the secret itself is never in a spec file", v, envName)
+			r.errorf(m.at("secret_env"), "UI-1.env-name", "secret_env %q must name an environment variable (%s): the secret itself is never in a spec file", v, envName)
 		}
 		w.SecretEnv = v
 	} else if w.Format == WebhookFormatJSON {
-		r.errorf(posOf(n), "UI-1", "webhook %s: the json format is signed: name the environment variable holding its HMAC key in secret_env", w.Name)
+		r.errorf(posOf(n), "UI-1.webhook-unsigned", "webhook %s: the json format is signed: name the environment variable holding its HMAC key in secret_env", w.Name)
 	}
 	if m.has("events") {
 		if list, ok := m.strList("events"); ok {
 			if len(list) == 0 {
-				r.errorf(m.at("events"), "UI-1", "events cannot be empty: a webhook told of nothing is no webhook")
+				r.errorf(m.at("events"), "UI-1.events-empty", "events cannot be empty: a webhook told of nothing is no webhook")
 			}
 			seen := map[string]bool{}
 			for _, e := range list {
 				switch {
 				case !slices.Contains(WebhookEvents, e.Name):
-					r.errorf(e.Pos, "UI-1", "event %q must be one of %s", e.Name, strings.Join(WebhookEvents, ", "))
+					r.errorf(e.Pos, "UI-1.event-unknown", "event %q must be one of %s", e.Name, strings.Join(WebhookEvents, ", "))
 				case seen[e.Name]:
-					r.errorf(e.Pos, "duplicate-key", "event %s is listed twice", e.Name)
+					r.errorf(e.Pos, "UI-1.event-duplicate", "event %s is listed twice", e.Name)
 				}
 				seen[e.Name] = true
 			}
@@ -232,15 +232,15 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 	if m.has("tenants") {
 		if list, ok := m.strList("tenants"); ok {
 			if len(list) == 0 {
-				r.errorf(m.at("tenants"), "UI-1", "tenants cannot be empty: leave it out for every tenant")
+				r.errorf(m.at("tenants"), "UI-1.tenants-empty", "tenants cannot be empty: leave it out for every tenant")
 			}
 			seen := map[string]bool{}
 			for _, t := range list {
 				switch {
 				case !tenantName.MatchString(t.Name):
-					r.errorf(t.Pos, "UI-1", "tenant %q must match %s", t.Name, tenantName)
+					r.errorf(t.Pos, "UI-1.tenant-name", "tenant %q must match %s", t.Name, tenantName)
 				case seen[t.Name]:
-					r.errorf(t.Pos, "duplicate-key", "tenant %s is listed twice", t.Name)
+					r.errorf(t.Pos, "UI-1.tenant-duplicate", "tenant %s is listed twice", t.Name)
 				}
 				seen[t.Name] = true
 			}
@@ -249,7 +249,7 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 	}
 	if v, ok := m.integer("max_attempts"); ok {
 		if v < 1 || v > MaxWebhookAttempts {
-			r.errorf(m.at("max_attempts"), "UI-1", "max_attempts must be between 1 and %d, found %d", MaxWebhookAttempts, v)
+			r.errorf(m.at("max_attempts"), "UI-1.max-attempts", "max_attempts must be between 1 and %d, found %d", MaxWebhookAttempts, v)
 		} else {
 			w.MaxAttempts = int(v)
 		}
@@ -258,9 +258,9 @@ func loadWebhook(r reporter, n *yaml.Node) *Webhook {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			r.errorf(m.at("timeout"), "schema", "timeout %q is not a duration such as 10s", s)
+			r.errorf(m.at("timeout"), "schema.duration", "timeout %q is not a duration such as 10s", s)
 		case d <= 0 || d > MaxWebhookTimeout:
-			r.errorf(m.at("timeout"), "UI-1", "timeout must be more than 0 and at most %s, found %s", MaxWebhookTimeout, s)
+			r.errorf(m.at("timeout"), "UI-1.timeout-range", "timeout must be more than 0 and at most %s, found %s", MaxWebhookTimeout, s)
 		default:
 			w.Timeout = d
 		}
@@ -288,8 +288,8 @@ func checkNotificationTenants(t *Tree, disp func(string) string, diags *Diagnost
 	for _, w := range t.Notifications.Webhooks {
 		for _, tn := range w.Tenants {
 			if tenantName.MatchString(tn.Name) && !known[tn.Name] {
-				*diags = append(*diags, Diagnostic{Path: disp(t.Notifications.File), Pos: tn.Pos, Rule: "UI-1",
-					Message: "webhook " + w.Name + ": no principal of " + PrincipalsFile + " is of tenant " + tn.Name})
+				*diags = append(*diags, NewDiagnostic(disp(t.Notifications.File), tn.Pos, "UI-1.tenant-unknown",
+					"webhook "+w.Name+": no principal of "+PrincipalsFile+" is of tenant "+tn.Name))
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 			if hosts, ok := em.strList("allow"); ok {
 				for _, h := range hosts {
 					if !hostPattern.MatchString(h.Name) {
-						r.errorf(h.Pos, "POL-2", "egress host %q must be a lower-case host name, optionally starting with \"*.\" for its subdomains", h.Name)
+						r.errorf(h.Pos, "POL-2.egress-host", "egress host %q must be a lower-case host name, optionally starting with \"*.\" for its subdomains", h.Name)
 						continue
 					}
 					p.EgressAllow = append(p.EgressAllow, h)
@@ -52,7 +52,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 	}
 	rules := m.get("rules")
 	if rules.Kind != yaml.SequenceNode {
-		r.errorf(posOf(rules), "schema", "rules must be a list, found %s", kindName(rules))
+		r.errorf(posOf(rules), "schema.not-a-list", "rules must be a list, found %s", kindName(rules))
 		return p
 	}
 	seen := map[string]Pos{}
@@ -65,17 +65,17 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 		if name, ok := rm.requiredStr("name", "policy rule"); ok {
 			rule.Name = name
 			if !ruleName.MatchString(name) {
-				r.errorf(rm.at("name"), "POL-2", "rule name %q must be lower-case words joined by - or _", name)
+				r.errorf(rm.at("name"), "POL-2.rule-name", "rule name %q must be lower-case words joined by - or _", name)
 			}
 			if first, dup := seen[name]; dup {
-				r.errorf(rm.at("name"), "POL-2", "rule name %q is used twice (first at line %d)", name, first.Line)
+				r.errorf(rm.at("name"), "POL-2.rule-name-duplicate", "rule name %q is used twice (first at line %d)", name, first.Line)
 			}
 			seen[name] = rm.at("name")
 		}
 		rm.str("description")
 		if tools, ok := rm.strList("tools"); ok {
 			if len(tools) == 0 {
-				r.errorf(rm.at("tools"), "POL-2", "tools must list at least one tool; leave it out to match every tool")
+				r.errorf(rm.at("tools"), "POL-2.tools-empty", "tools must list at least one tool; leave it out to match every tool")
 			}
 			rule.Tools = tools
 		}
@@ -89,7 +89,7 @@ func loadPolicy(r reporter, rel string, data []byte) *Policy {
 			}
 		}
 		if n != 1 {
-			r.errorf(rule.Pos, "POL-2", "a policy rule must have exactly one of approve_when, deny_when or allow_when, found %d", n)
+			r.errorf(rule.Pos, "POL-2.rule-condition-count", "a policy rule must have exactly one of approve_when, deny_when or allow_when, found %d", n)
 		}
 		p.Rules = append(p.Rules, rule)
 	}

@@ -78,10 +78,10 @@ func TestAcknowledgeIsReviewMetadata(t *testing.T) {
 func TestAcknowledgeGrammar(t *testing.T) {
 	const doc = "name: notes.write\nversion: 1\ndescription: W.\nside_effect: none\nrisk: low\n"
 	for _, c := range []struct{ ack, want string }{
-		{"[risk_lowered]", `t:6:15: acknowledge entries are toolgen diff rule names such as RISK_LOWERED, found "risk_lowered" [schema]`},
-		{"[RISK_LOWERED, RISK_LOWERED]", `t:6:29: acknowledge lists RISK_LOWERED twice [schema]`},
-		{"RISK_LOWERED", `t:6:14: acknowledge must be a list of strings, found a string [schema]`},
-		{"[1]", `t:6:15: acknowledge entries must be strings, found an integer [schema]`},
+		{"[risk_lowered]", `t:6:15: acknowledge entries are toolgen diff rule names such as RISK_LOWERED, found "risk_lowered" [acknowledge.grammar]`},
+		{"[RISK_LOWERED, RISK_LOWERED]", `t:6:29: acknowledge lists RISK_LOWERED twice [acknowledge.duplicate]`},
+		{"RISK_LOWERED", `t:6:14: acknowledge must be a list of strings, found a string [schema.not-a-string-list]`},
+		{"[1]", `t:6:15: acknowledge entries must be strings, found an integer [schema.list-entry-not-string]`},
 	} {
 		tool, diags := LoadTool("tools/notes.write.yaml", "t", []byte(doc+"acknowledge: "+c.ack+"\n"))
 		if len(diags) != 1 || diags[0].String() != c.want {

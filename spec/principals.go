@@ -151,7 +151,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 	p := &Principals{File: rel, Positions: Positions{m}}
 	if v, ok := m.str("resource"); ok {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			r.errorf(m.at("resource"), "ID-1", "resource %q must be an absolute http(s) URL", v)
+			r.errorf(m.at("resource"), "ID-1.resource-url", "resource %q must be an absolute http(s) URL", v)
 		} else {
 			p.Resource = v
 		}
@@ -160,7 +160,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 		if list, ok := m.strList("authorization_servers"); ok {
 			for _, a := range list {
 				if u, err := url.Parse(a.Name); err != nil || u.Scheme != "https" || u.Host == "" {
-					r.errorf(a.Pos, "ID-1", "authorization server %q must be an https URL", a.Name)
+					r.errorf(a.Pos, "ID-1.authorization-server-url", "authorization server %q must be an https URL", a.Name)
 				}
 			}
 			p.AuthorizationServers = list
@@ -173,7 +173,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 		}
 		n := m.get(key)
 		if n.Kind != yaml.SequenceNode {
-			r.errorf(posOf(n), "schema", "%s must be a list, found %s", key, kindName(n))
+			r.errorf(posOf(n), "schema.not-a-list", "%s must be a list, found %s", key, kindName(n))
 			return nil
 		}
 		var out []*StaticPrincipal
@@ -186,9 +186,9 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 			if id, ok := em.requiredStr("id", key+" entry"); ok {
 				switch {
 				case !principalID.MatchString(id):
-					r.errorf(em.at("id"), "ID-1", "principal id %q must match %s", id, principalID)
+					r.errorf(em.at("id"), "ID-1.principal-id", "principal id %q must match %s", id, principalID)
 				case ids[id] != (Pos{}):
-					r.errorf(em.at("id"), "duplicate-key", "principal %q is declared twice (first at line %d)", id, ids[id].Line)
+					r.errorf(em.at("id"), "ID-1.principal-duplicate", "principal %q is declared twice (first at line %d)", id, ids[id].Line)
 				default:
 					ids[id] = em.at("id")
 				}
@@ -196,7 +196,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 			}
 			if t, ok := em.requiredStr("tenant", key+" entry"); ok {
 				if !tenantName.MatchString(t) {
-					r.errorf(em.at("tenant"), "ID-1", "tenant %q must match %s", t, tenantName)
+					r.errorf(em.at("tenant"), "ID-1.tenant-name", "tenant %q must match %s", t, tenantName)
 				}
 				sp.Tenant = t
 			}
@@ -204,10 +204,10 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 				if scopes, ok := em.strList("scopes"); ok {
 					for _, sc := range scopes {
 						if !scopePattern.MatchString(sc.Name) {
-							r.errorf(sc.Pos, "ID-1", "scope %q must match %s", sc.Name, scopePattern)
+							r.errorf(sc.Pos, "ID-1.scope-grammar", "scope %q must match %s", sc.Name, scopePattern)
 						}
 						if sc.Name == UnclassifiedScope {
-							r.errorf(sc.Pos, "ID-1", "scope %q is never granted: it marks unclassified servers and devices", sc.Name)
+							r.errorf(sc.Pos, "ID-1.scope-never-granted", "scope %q is never granted: it marks unclassified servers and devices", sc.Name)
 						}
 					}
 					sp.Scopes = scopes
@@ -216,7 +216,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 			if withToken {
 				if sum, ok := em.requiredStr("token_sha256", key+" entry"); ok {
 					if !tokenSHA256.MatchString(sum) {
-						r.errorf(em.at("token_sha256"), "ID-1", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), never the token")
+						r.errorf(em.at("token_sha256"), "ID-1.token-sha256", "token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token), never the token")
 					}
 					sp.TokenSHA256 = sum
 				}
@@ -230,7 +230,7 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 	if m.has("issuers") {
 		n := m.get("issuers")
 		if n.Kind != yaml.SequenceNode {
-			r.errorf(posOf(n), "schema", "issuers must be a list, found %s", kindName(n))
+			r.errorf(posOf(n), "schema.not-a-list", "issuers must be a list, found %s", kindName(n))
 		} else {
 			names, urls := map[string]Pos{}, map[string]Pos{}
 			for _, e := range n.Content {
@@ -241,12 +241,12 @@ func loadPrincipals(r reporter, rel string, data []byte) *Principals {
 				// Tokens are routed to an issuer by their iss claim, and principal ids
 				// are namespaced by the issuer's name: both must be unique.
 				if first, dup := names[is.Name]; dup && is.Name != "" {
-					r.errorf(is.Pos, "duplicate-key", "issuer name %s is declared twice (first at line %d)", is.Name, first.Line)
+					r.errorf(is.Pos, "ID-1.issuer-name-duplicate", "issuer name %s is declared twice (first at line %d)", is.Name, first.Line)
 				} else {
 					names[is.Name] = is.Pos
 				}
 				if first, dup := urls[is.Issuer]; dup && is.Issuer != "" {
-					r.errorf(is.Pos, "duplicate-key", "issuer %s is declared twice (first at line %d)", is.Issuer, first.Line)
+					r.errorf(is.Pos, "ID-1.issuer-duplicate", "issuer %s is declared twice (first at line %d)", is.Issuer, first.Line)
 				} else {
 					urls[is.Issuer] = is.Pos
 				}
@@ -265,13 +265,13 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 	is := &Issuer{Pos: posOf(n), Positions: Positions{m}, IDClaim: "sub", TenantClaim: "tenant", ScopesClaim: "scope", Algorithms: []string{"RS256", "ES256"}}
 	if v, ok := m.requiredStr("name", "issuer"); ok {
 		if !issuerName.MatchString(v) {
-			r.errorf(m.at("name"), "ID-1", "issuer name %q must match %s: it prefixes the ids of the principals the issuer proves (NAME/subject)", v, issuerName)
+			r.errorf(m.at("name"), "ID-1.issuer-name", "issuer name %q must match %s: it prefixes the ids of the principals the issuer proves (NAME/subject)", v, issuerName)
 		}
 		is.Name = v
 	}
 	if v, ok := m.requiredStr("issuer", "issuer"); ok {
 		if u, err := url.Parse(v); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) || u.Host == "" {
-			r.errorf(m.at("issuer"), "ID-1", "issuer %q must be an https URL (http only on loopback, for tests)", v)
+			r.errorf(m.at("issuer"), "ID-1.issuer-url", "issuer %q must be an https URL (http only on loopback, for tests)", v)
 		}
 		is.Issuer = v
 	}
@@ -280,15 +280,15 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 	key, hasKey := m.str("key_file")
 	switch {
 	case hasJWKS == hasKey:
-		r.errorf(posOf(n), "ID-1", "an issuer needs exactly one of jwks_url and key_file")
+		r.errorf(posOf(n), "ID-1.issuer-key-source", "an issuer needs exactly one of jwks_url and key_file")
 	case hasJWKS:
 		if u, err := url.Parse(jwks); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) || u.Host == "" {
-			r.errorf(m.at("jwks_url"), "ID-1", "jwks_url %q must be an https URL (http only on loopback, for tests)", jwks)
+			r.errorf(m.at("jwks_url"), "ID-1.jwks-url", "jwks_url %q must be an https URL (http only on loopback, for tests)", jwks)
 		}
 		is.JWKSURL = jwks
 	default:
 		if key == "" || path.IsAbs(key) || strings.HasPrefix(path.Clean(key), "..") {
-			r.errorf(m.at("key_file"), "ID-1", "key_file %q must be a path inside the spec root", key)
+			r.errorf(m.at("key_file"), "ID-1.key-file-path", "key_file %q must be a path inside the spec root", key)
 		}
 		is.KeyFile = key
 	}
@@ -298,13 +298,13 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 			for key, dst := range map[string]*string{"id": &is.IDClaim, "tenant": &is.TenantClaim, "scopes": &is.ScopesClaim} {
 				if v, ok := cm.str(key); ok {
 					if v == "" {
-						r.errorf(cm.at(key), "ID-1", "claims.%s cannot be empty", key)
+						r.errorf(cm.at(key), "ID-1.claim-empty", "claims.%s cannot be empty", key)
 					}
 					*dst = v
 				}
 			}
 			if cm.has("tenant") && is.Tenant != "" {
-				r.errorf(cm.at("tenant"), "ID-1", "claims.tenant is not read: the issuer is bound to the one tenant %s (use tenants: [...] to take the tenant from the claim)", is.Tenant)
+				r.errorf(cm.at("tenant"), "ID-1.tenant-claim-unread", "claims.tenant is not read: the issuer is bound to the one tenant %s (use tenants: [...] to take the tenant from the claim)", is.Tenant)
 			}
 		}
 	}
@@ -316,7 +316,7 @@ func loadIssuer(r reporter, n *yaml.Node) *Issuer {
 			is.Algorithms = nil
 			for _, a := range algs {
 				if !slices.Contains(SigningAlgorithms, a.Name) {
-					r.errorf(a.Pos, "ID-1", "algorithm %q is not accepted: use one of %s (asymmetric only; never none or HMAC)", a.Name, strings.Join(SigningAlgorithms, ", "))
+					r.errorf(a.Pos, "ID-1.algorithm", "algorithm %q is not accepted: use one of %s (asymmetric only; never none or HMAC)", a.Name, strings.Join(SigningAlgorithms, ", "))
 					continue
 				}
 				is.Algorithms = append(is.Algorithms, a.Name)
@@ -338,13 +338,13 @@ func loadIssuerConsole(r reporter, n *yaml.Node) *IssuerConsole {
 	c := &IssuerConsole{Pos: posOf(n), Positions: Positions{m}}
 	if v, ok := m.requiredStr("client_id", "console"); ok {
 		if !consoleScope.MatchString(v) {
-			r.errorf(m.at("client_id"), "ID-1", "client_id %q must be printable ASCII without spaces, quotes or backslashes", v)
+			r.errorf(m.at("client_id"), "ID-1.client-id", "client_id %q must be printable ASCII without spaces, quotes or backslashes", v)
 		}
 		c.ClientID = v
 	}
 	if v, ok := m.str("client_secret_env"); ok {
 		if !envName.MatchString(v) {
-			r.errorf(m.at("client_secret_env"), "ID-1", "client_secret_env %q must name an environment variable (%s): the secret itself is never in a spec file", v, envName)
+			r.errorf(m.at("client_secret_env"), "ID-1.client-secret-env", "client_secret_env %q must name an environment variable (%s): the secret itself is never in a spec file", v, envName)
 		}
 		c.ClientSecretEnv = v
 	}
@@ -354,9 +354,9 @@ func loadIssuerConsole(r reporter, n *yaml.Node) *IssuerConsole {
 			for _, s := range list {
 				switch {
 				case !consoleScope.MatchString(s.Name):
-					r.errorf(s.Pos, "ID-1", "scope %q must be printable ASCII without spaces, quotes or backslashes", s.Name)
+					r.errorf(s.Pos, "ID-1.console-scope", "scope %q must be printable ASCII without spaces, quotes or backslashes", s.Name)
 				case seen[s.Name]:
-					r.errorf(s.Pos, "duplicate-key", "scope %s is listed twice", s.Name)
+					r.errorf(s.Pos, "ID-1.console-scope-duplicate", "scope %s is listed twice", s.Name)
 				}
 				seen[s.Name] = true
 			}
@@ -368,9 +368,9 @@ func loadIssuerConsole(r reporter, n *yaml.Node) *IssuerConsole {
 		switch {
 		case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
 			u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())):
-			r.errorf(m.at("redirect_url"), "ID-1", "redirect_url %q must be an absolute https URL without user, query or fragment (http only on loopback, for tests)", v)
+			r.errorf(m.at("redirect_url"), "ID-1.redirect-url", "redirect_url %q must be an absolute https URL without user, query or fragment (http only on loopback, for tests)", v)
 		case u.Path != ConsoleCallbackPath:
-			r.errorf(m.at("redirect_url"), "ID-1", "redirect_url %q must have the path %s, where the console receives the issuer's answer", v, ConsoleCallbackPath)
+			r.errorf(m.at("redirect_url"), "ID-1.redirect-path", "redirect_url %q must have the path %s, where the console receives the issuer's answer", v, ConsoleCallbackPath)
 		}
 		c.RedirectURL = v
 	}
@@ -383,15 +383,15 @@ func loadIssuerTenants(r reporter, m *mapping, n *yaml.Node, is *Issuer) {
 	hasOne, hasMany := m.has("tenant"), m.has("tenants")
 	switch {
 	case !hasOne && !hasMany:
-		r.errorf(posOf(n), "ID-1", "an issuer must be bound to the tenants it may speak for: tenant: NAME (every principal it proves is of that tenant), or tenants: [NAME, ...] (the values its tenant claim may take)")
+		r.errorf(posOf(n), "ID-1.issuer-tenant-missing", "an issuer must be bound to the tenants it may speak for: tenant: NAME (every principal it proves is of that tenant), or tenants: [NAME, ...] (the values its tenant claim may take)")
 		return
 	case hasOne && hasMany:
-		r.errorf(m.at("tenants"), "ID-1", "an issuer has tenant or tenants, not both")
+		r.errorf(m.at("tenants"), "ID-1.issuer-tenant-both", "an issuer has tenant or tenants, not both")
 		return
 	case hasOne:
 		if t, ok := m.str("tenant"); ok {
 			if !tenantName.MatchString(t) {
-				r.errorf(m.at("tenant"), "ID-1", "tenant %q must match %s", t, tenantName)
+				r.errorf(m.at("tenant"), "ID-1.tenant-name", "tenant %q must match %s", t, tenantName)
 			}
 			is.Tenant = t
 		}
@@ -402,15 +402,15 @@ func loadIssuerTenants(r reporter, m *mapping, n *yaml.Node, is *Issuer) {
 		return
 	}
 	if len(list) == 0 {
-		r.errorf(m.at("tenants"), "ID-1", "tenants cannot be empty: an issuer that may speak for no tenant proves no one")
+		r.errorf(m.at("tenants"), "ID-1.issuer-tenants-empty", "tenants cannot be empty: an issuer that may speak for no tenant proves no one")
 	}
 	seen := map[string]bool{}
 	for _, t := range list {
 		switch {
 		case !tenantName.MatchString(t.Name):
-			r.errorf(t.Pos, "ID-1", "tenant %q must match %s", t.Name, tenantName)
+			r.errorf(t.Pos, "ID-1.tenant-name", "tenant %q must match %s", t.Name, tenantName)
 		case seen[t.Name]:
-			r.errorf(t.Pos, "duplicate-key", "tenant %s is listed twice", t.Name)
+			r.errorf(t.Pos, "ID-1.issuer-tenant-duplicate", "tenant %s is listed twice", t.Name)
 		}
 		seen[t.Name] = true
 	}

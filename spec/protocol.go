@@ -29,33 +29,33 @@ func loadProtocol(r reporter, rel string, data []byte) *Protocol {
 		p.Name = name
 		switch {
 		case !segment.MatchString(name):
-			r.errorf(m.at("name"), "SPEC-8", "protocol name %q must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name)
+			r.errorf(m.at("name"), "SPEC-8.protocol-name", "protocol name %q must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name)
 		case path.Base(rel) != name+".yaml":
-			r.errorf(m.at("name"), "SPEC-8", "protocol %q must be in a file named %s, not %s", name, name+".yaml", path.Base(rel))
+			r.errorf(m.at("name"), "SPEC-8.file-name", "protocol %q must be in a file named %s, not %s", name, name+".yaml", path.Base(rel))
 		}
 	}
 	m.str("description")
 	if !m.has("modes") {
-		r.errorf(posOf(root), "SPEC-8", "protocol is missing required key %q", "modes")
+		r.errorf(posOf(root), "SPEC-8.missing-key", "protocol is missing required key %q", "modes")
 	} else if mm := r.asMapping(m.get("modes"), "modes"); mm != nil {
 		if len(mm.order) == 0 {
-			r.errorf(m.at("modes"), "SPEC-8", "a protocol must declare at least one mode")
+			r.errorf(m.at("modes"), "SPEC-8.modes-empty", "a protocol must declare at least one mode")
 		}
 		for _, name := range mm.order {
 			mode := &Mode{Name: name, Pos: mm.keyAt(name)}
 			if !segment.MatchString(name) {
-				r.errorf(mode.Pos, "SPEC-8", "mode name %q must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name)
+				r.errorf(mode.Pos, "SPEC-8.mode-name", "mode name %q must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name)
 			}
 			if mdm := r.asMapping(mm.get(name), "mode "+name, "description", "tools"); mdm != nil {
 				mode.Positions = Positions{mdm}
 				mdm.str("description")
 				if !mdm.has("tools") {
-					r.errorf(mode.Pos, "SPEC-8", "mode %s is missing required key %q", name, "tools")
+					r.errorf(mode.Pos, "SPEC-8.missing-key", "mode %s is missing required key %q", name, "tools")
 				} else if tools, ok := mdm.strList("tools"); ok {
 					seen := map[string]bool{}
 					for _, t := range tools {
 						if seen[t.Name] {
-							r.errorf(t.Pos, "SPEC-8", "mode %s lists %s twice", name, t.Name)
+							r.errorf(t.Pos, "SPEC-8.mode-tool-duplicate", "mode %s lists %s twice", name, t.Name)
 							continue
 						}
 						seen[t.Name] = true
@@ -67,18 +67,18 @@ func loadProtocol(r reporter, rel string, data []byte) *Protocol {
 		}
 	}
 	if !m.has("initial_mode") {
-		r.errorf(posOf(root), "SPEC-8", "protocol is missing required key %q", "initial_mode")
+		r.errorf(posOf(root), "SPEC-8.missing-key", "protocol is missing required key %q", "initial_mode")
 	} else if im, ok := m.str("initial_mode"); ok {
 		p.InitialMode = Ref{Name: im, Pos: m.at("initial_mode")}
 		if p.Modes != nil && p.Mode(im) == nil {
-			r.errorf(p.InitialMode.Pos, "SPEC-8", "initial_mode %q is not one of the protocol's modes (%s)", im, joinModes(p.Modes))
+			r.errorf(p.InitialMode.Pos, "SPEC-8.initial-mode-unknown", "initial_mode %q is not one of the protocol's modes (%s)", im, joinModes(p.Modes))
 		}
 	}
 	if refs, ok := m.strList("exclusive_tools"); ok {
 		seen := map[string]bool{}
 		for _, t := range refs {
 			if seen[t.Name] {
-				r.errorf(t.Pos, "SPEC-8", "exclusive_tools lists %s twice", t.Name)
+				r.errorf(t.Pos, "SPEC-8.exclusive-duplicate", "exclusive_tools lists %s twice", t.Name)
 				continue
 			}
 			seen[t.Name] = true

@@ -30,28 +30,28 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 		s.ServerID = id
 		switch {
 		case !segment.MatchString(id):
-			r.errorf(m.at("server_id"), "SPEC-7", "server_id %q must be one lower_snake_case name segment: [a-z][a-z0-9]*(_[a-z0-9]+)*", id)
+			r.errorf(m.at("server_id"), "SPEC-7.server-id", "server_id %q must be one lower_snake_case name segment: [a-z][a-z0-9]*(_[a-z0-9]+)*", id)
 		case path.Base(rel) != id+".yaml":
-			r.errorf(m.at("server_id"), "SPEC-7", "server %q must be in a file named %s, not %s", id, id+".yaml", path.Base(rel))
+			r.errorf(m.at("server_id"), "SPEC-7.file-name", "server %q must be in a file named %s, not %s", id, id+".yaml", path.Base(rel))
 		}
 	}
 	m.str("description")
 	if !m.has("configured_by") {
-		r.errorf(posOf(root), "SPEC-7", "server classification is missing required key %q (operator or tenant)", "configured_by")
+		r.errorf(posOf(root), "SPEC-7.missing-key", "server classification is missing required key %q (operator or tenant)", "configured_by")
 	} else if v, ok := m.oneOf("configured_by", "SPEC-7", "operator", "tenant"); ok {
 		s.ConfiguredBy = v
 	}
 	if t, ok := m.str("tenant"); ok {
 		switch {
 		case s.ConfiguredBy == "operator":
-			r.errorf(m.at("tenant"), "SPEC-7", "an operator's server serves every tenant: tenant applies to configured_by: tenant only")
+			r.errorf(m.at("tenant"), "SPEC-7.operator-tenant", "an operator's server serves every tenant: tenant applies to configured_by: tenant only")
 		case !tenantName.MatchString(t):
-			r.errorf(m.at("tenant"), "SPEC-7", "tenant %q must match %s", t, tenantName)
+			r.errorf(m.at("tenant"), "SPEC-7.tenant-name", "tenant %q must match %s", t, tenantName)
 		default:
 			s.Tenant = t
 		}
 	} else if s.ConfiguredBy == "tenant" && !m.has("tenant") {
-		r.errorf(m.keyAt("configured_by"), "SPEC-7", "a tenant-configured server names its tenant (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
+		r.errorf(m.keyAt("configured_by"), "SPEC-7.tenant-missing", "a tenant-configured server names its tenant (tenant: NAME): only that tenant's principals see and call its tools (ID-2)")
 	}
 	if v, ok := m.oneOf("resources", "SPEC-7", "expose", "hide"); ok {
 		s.Resources = v
@@ -60,27 +60,27 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 		s.Prompts = v
 	}
 	if !m.has("transport") {
-		r.errorf(posOf(root), "SPEC-7", "server classification is missing required key %q (http: {url} or stdio: {command})", "transport")
+		r.errorf(posOf(root), "SPEC-7.missing-key", "server classification is missing required key %q (http: {url} or stdio: {command})", "transport")
 	} else if tm := r.asMapping(m.get("transport"), "transport", "http", "stdio"); tm != nil {
 		switch {
 		case tm.has("http") && tm.has("stdio"):
-			r.errorf(tm.keyAt("stdio"), "SPEC-7", "transport must be exactly one of http or stdio, not both")
+			r.errorf(tm.keyAt("stdio"), "SPEC-7.transport-both", "transport must be exactly one of http or stdio, not both")
 		case !tm.has("http") && !tm.has("stdio"):
-			r.errorf(posOf(tm.node), "SPEC-7", "transport must be one of http: {url} or stdio: {command, args, env}")
+			r.errorf(posOf(tm.node), "SPEC-7.transport-none", "transport must be one of http: {url} or stdio: {command, args, env}")
 		case tm.has("http"):
 			if hm := r.asMapping(tm.get("http"), "transport.http", "url"); hm != nil {
 				if u, ok := hm.requiredStr("url", "transport.http"); ok {
 					s.HTTP = &HTTPTransport{URL: u, URLPos: hm.at("url")}
 					if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Hostname() == "" {
-						r.errorf(hm.at("url"), "SPEC-7", "url %q must be an absolute http or https URL", u)
+						r.errorf(hm.at("url"), "SPEC-7.url", "url %q must be an absolute http or https URL", u)
 					} else if s.ConfiguredBy == "tenant" && pu.Scheme != "https" {
-						r.errorf(hm.at("url"), "SPEC-7", "a tenant-configured server must use https, found %q", u)
+						r.errorf(hm.at("url"), "SPEC-7.tenant-https", "a tenant-configured server must use https, found %q", u)
 					}
 				}
 			}
 		default:
 			if s.ConfiguredBy == "tenant" {
-				r.errorf(tm.keyAt("stdio"), "SPEC-7", "a tenant-configured server cannot use stdio: a stdio server runs in the worker's trust zone; use http through the egress allowlist or have an operator configure it")
+				r.errorf(tm.keyAt("stdio"), "SPEC-7.tenant-stdio", "a tenant-configured server cannot use stdio: a stdio server runs in the worker's trust zone; use http through the egress allowlist or have an operator configure it")
 			}
 			if sm := r.asMapping(tm.get("stdio"), "transport.stdio", "command", "args", "env"); sm != nil {
 				st := &StdioTransport{}
@@ -130,10 +130,10 @@ func loadClassification(r reporter, m *mapping, s *Server) {
 	} else if scopes, ok := cm.strList("required_scopes"); ok {
 		for _, sc := range scopes {
 			if !scopePattern.MatchString(sc.Name) {
-				r.errorf(sc.Pos, "SPEC-7", "scope %q must match %s", sc.Name, scopePattern)
+				r.errorf(sc.Pos, "SPEC-7.scope-grammar", "scope %q must match %s", sc.Name, scopePattern)
 			}
 			if sc.Name == UnclassifiedScope {
-				r.errorf(sc.Pos, "SPEC-7", "scope %q is reserved for unclassified servers", sc.Name)
+				r.errorf(sc.Pos, "SPEC-7.scope-reserved", "scope %q is reserved for unclassified servers", sc.Name)
 			}
 		}
 		s.RequiredScopes = scopes
@@ -141,7 +141,7 @@ func loadClassification(r reporter, m *mapping, s *Server) {
 	field("risk", Risks, &s.Risk)
 	field("side_effect", SideEffects, &s.SideEffect)
 	if s.SideEffect == "none" && cm != nil && cm.has("idempotency") && s.Idempotency != "idempotent" {
-		r.errorf(cm.at("idempotency"), "SPEC-3", "side_effect none implies idempotent, found %s", s.Idempotency)
+		r.errorf(cm.at("idempotency"), "SPEC-3.none-implies-idempotent", "side_effect none implies idempotent, found %s", s.Idempotency)
 	}
 }
 

@@ -93,20 +93,20 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 	if name, ok := m.requiredStr("name", "tool spec"); ok {
 		t.Name = name
 		if why := CheckName(name); why != "" {
-			r.errorf(m.at("name"), "SPEC-1", "tool name %q %s", name, why)
+			r.errorf(m.at("name"), "SPEC-1.name-grammar", "tool name %q %s", name, why)
 		} else if base := path.Base(rel); base != name+".yaml" {
-			r.errorf(m.at("name"), "SPEC-1", "tool %q must be in a file named %s, not %s", name, name+".yaml", base)
+			r.errorf(m.at("name"), "SPEC-1.file-name", "tool %q must be in a file named %s, not %s", name, name+".yaml", base)
 		}
 		// SPEC-2: reserved domains belong to adapters.
 		if dom, _, _ := strings.Cut(name, "."); slices.Contains(ReservedDomains, dom) {
-			r.errorf(m.at("name"), "SPEC-2", "domain %q is reserved for adapters (%s); a builtin tool cannot be named %q", dom, strings.Join(ReservedDomains, ", "), name)
+			r.errorf(m.at("name"), "SPEC-2.reserved-domain", "domain %q is reserved for adapters (%s); a builtin tool cannot be named %q", dom, strings.Join(ReservedDomains, ", "), name)
 		}
 	}
 	if !m.has("version") {
-		r.errorf(posOf(root), "schema", "tool spec is missing required key %q (the tool_version of the idempotency key; start at 1)", "version")
+		r.errorf(posOf(root), "schema.missing-key", "tool spec is missing required key %q (the tool_version of the idempotency key; start at 1)", "version")
 	} else if v, ok := m.integer("version"); ok {
 		if v < 1 || v > 1<<31-1 {
-			r.errorf(m.at("version"), "schema", "version must be a positive integer, found %d", v)
+			r.errorf(m.at("version"), "schema.version-positive", "version must be a positive integer, found %d", v)
 		}
 		t.Version = int(v)
 	}
@@ -117,12 +117,12 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		t.Description = d
 	}
 	if !m.has("side_effect") {
-		r.errorf(posOf(root), "SPEC-3", "tool spec is missing required key %q (none, read or write)", "side_effect")
+		r.errorf(posOf(root), "SPEC-3.side-effect-missing", "tool spec is missing required key %q (none, read or write)", "side_effect")
 	} else if s, ok := m.oneOf("side_effect", "SPEC-3", SideEffects...); ok {
 		t.SideEffect = s
 	}
 	if !m.has("risk") {
-		r.errorf(posOf(root), "schema", "tool spec is missing required key %q (low, medium, high or critical)", "risk")
+		r.errorf(posOf(root), "schema.missing-key", "tool spec is missing required key %q (low, medium, high or critical)", "risk")
 	} else if s, ok := m.oneOf("risk", "schema", Risks...); ok {
 		t.Risk = s
 	}
@@ -134,9 +134,9 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		for _, s := range scopes {
 			switch {
 			case !scopePattern.MatchString(s.Name):
-				r.errorf(s.Pos, "schema", "scope %q must match %s", s.Name, scopePattern)
+				r.errorf(s.Pos, "schema.scope-grammar", "scope %q must match %s", s.Name, scopePattern)
 			case seen[s.Name]:
-				r.errorf(s.Pos, "schema", "scope %q is listed twice", s.Name)
+				r.errorf(s.Pos, "schema.scope-duplicate", "scope %q is listed twice", s.Name)
 			}
 			seen[s.Name] = true
 		}
@@ -148,9 +148,9 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			r.errorf(m.at("timeout"), "schema", "timeout %q is not a duration such as 30s or 2m", s)
+			r.errorf(m.at("timeout"), "schema.duration", "timeout %q is not a duration such as 30s or 2m", s)
 		case d <= 0 || d > maxTimeout:
-			r.errorf(m.at("timeout"), "schema", "timeout must be more than 0 and at most %s, found %s", maxTimeout, s)
+			r.errorf(m.at("timeout"), "schema.timeout-range", "timeout must be more than 0 and at most %s, found %s", maxTimeout, s)
 		default:
 			t.Timeout = d
 		}
@@ -159,7 +159,7 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		if om := r.asMapping(n, "output", "max_bytes"); om != nil {
 			if v, ok := om.integer("max_bytes"); ok {
 				if v < 1024 || v > 1<<30 {
-					r.errorf(om.at("max_bytes"), "schema", "output.max_bytes must be between 1024 and %d, found %d", 1<<30, v)
+					r.errorf(om.at("max_bytes"), "schema.max-bytes-range", "output.max_bytes must be between 1024 and %d, found %d", 1<<30, v)
 				} else {
 					t.OutputMaxBytes = int(v)
 				}
@@ -171,10 +171,10 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 		for _, a := range acks {
 			switch {
 			case !ackPattern.MatchString(a.Name):
-				r.errorf(a.Pos, "schema", "acknowledge entries are toolgen diff rule names such as RISK_LOWERED, found %q", a.Name)
+				r.errorf(a.Pos, "acknowledge.grammar", "acknowledge entries are toolgen diff rule names such as RISK_LOWERED, found %q", a.Name)
 				continue
 			case seen[a.Name]:
-				r.errorf(a.Pos, "schema", "acknowledge lists %s twice", a.Name)
+				r.errorf(a.Pos, "acknowledge.duplicate", "acknowledge lists %s twice", a.Name)
 				continue
 			}
 			seen[a.Name] = true
@@ -201,13 +201,15 @@ var ackPattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 
 var scopePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*([.:][a-z0-9_]+)*$`)
 
-func exprOf(m *mapping, key, rule string, lines []string) *Expr {
+// exprOf reads the CEL expression at key; req is the requirement its rules are under
+// (SPEC-5, POL-2).
+func exprOf(m *mapping, key, req string, lines []string) *Expr {
 	s, ok := m.str(key)
 	if !ok {
 		return nil
 	}
 	if strings.TrimSpace(s) == "" {
-		m.r.errorf(m.at(key), rule, "%s must not be empty", key)
+		m.r.errorf(m.at(key), req+".empty-expression", "%s must not be empty", key)
 		return nil
 	}
 	v := m.get(key)
@@ -219,31 +221,31 @@ func checkIdempotency(r reporter, t *Tool, m *mapping) {
 	idem, hasIdem := m.oneOf("idempotency", "SPEC-3", Idempotencies...)
 	switch {
 	case t.SideEffect == "none" && hasIdem && idem != "idempotent":
-		r.errorf(m.at("idempotency"), "SPEC-3", "side_effect none implies idempotent; remove idempotency or declare the side effect (found %s)", idem)
+		r.errorf(m.at("idempotency"), "SPEC-3.none-implies-idempotent", "side_effect none implies idempotent; remove idempotency or declare the side effect (found %s)", idem)
 	case t.SideEffect == "none":
 		t.Idempotency = "idempotent"
 	case t.SideEffect != "" && !m.has("idempotency"):
-		r.errorf(m.keyAt("side_effect"), "SPEC-3", "idempotency is required when side_effect is %s: declare idempotent, conditionally_idempotent or non_idempotent", t.SideEffect)
+		r.errorf(m.keyAt("side_effect"), "SPEC-3.idempotency-missing", "idempotency is required when side_effect is %s: declare idempotent, conditionally_idempotent or non_idempotent", t.SideEffect)
 	default:
 		t.Idempotency = idem
 	}
 	if idem == "conditionally_idempotent" && !m.has("idempotent_when") {
-		r.errorf(m.at("idempotency"), "SPEC-3", "conditionally_idempotent requires idempotent_when: the CEL condition over args under which a retry is safe")
+		r.errorf(m.at("idempotency"), "SPEC-3.idempotent-when-missing", "conditionally_idempotent requires idempotent_when: the CEL condition over args under which a retry is safe")
 	}
 	if m.has("idempotent_when") && hasIdem && idem != "conditionally_idempotent" {
-		r.errorf(m.keyAt("idempotent_when"), "SPEC-3", "idempotent_when is allowed only with idempotency: conditionally_idempotent (found %s)", idem)
+		r.errorf(m.keyAt("idempotent_when"), "SPEC-3.idempotent-when-not-allowed", "idempotent_when is allowed only with idempotency: conditionally_idempotent (found %s)", idem)
 	} else if m.has("idempotent_when") && !hasIdem && t.SideEffect == "none" {
-		r.errorf(m.keyAt("idempotent_when"), "SPEC-3", "idempotent_when is allowed only with idempotency: conditionally_idempotent")
+		r.errorf(m.keyAt("idempotent_when"), "SPEC-3.idempotent-when-not-allowed", "idempotent_when is allowed only with idempotency: conditionally_idempotent")
 	}
 	if t.ParallelSafe && t.SideEffect == "write" {
-		r.errorf(m.at("parallel_safe"), "SPEC-3", "parallel_safe is allowed only for side_effect none or read; a writing tool runs alone in its batch")
+		r.errorf(m.at("parallel_safe"), "SPEC-3.parallel-safe-write", "parallel_safe is allowed only for side_effect none or read; a writing tool runs alone in its batch")
 	}
 	suspends, hasSuspends := m.boolean("suspends")
 	switch {
 	case t.Kind == "control" && !m.has("suspends"):
-		r.errorf(m.at("kind"), "SPEC-3", "a control tool must declare suspends: true or false")
+		r.errorf(m.at("kind"), "SPEC-3.suspends-missing", "a control tool must declare suspends: true or false")
 	case t.Kind != "control" && m.has("suspends"):
-		r.errorf(m.keyAt("suspends"), "SPEC-3", "suspends is allowed only on kind: control")
+		r.errorf(m.keyAt("suspends"), "SPEC-3.suspends-not-allowed", "suspends is allowed only on kind: control")
 	case hasSuspends:
 		t.Suspends = suspends
 	}
@@ -259,7 +261,7 @@ func loadFields(r reporter, n *yaml.Node, what string, depth int) []*Field {
 	for _, name := range m.order {
 		kp := m.keyAt(name)
 		if !segment.MatchString(name) {
-			r.errorf(kp, "SPEC-4", "field name %q in %s must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name, what)
+			r.errorf(kp, "SPEC-4.field-name", "field name %q in %s must be lower_snake_case: [a-z][a-z0-9]*(_[a-z0-9]+)*", name, what)
 		}
 		f := loadField(r, m.get(name), what+"."+name, depth)
 		if f == nil {
@@ -273,7 +275,7 @@ func loadFields(r reporter, n *yaml.Node, what string, depth int) []*Field {
 
 func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	if depth > maxFieldsDepth {
-		r.errorf(posOf(n), "SPEC-4", "%s is nested more than %d levels deep", what, maxFieldsDepth)
+		r.errorf(posOf(n), "SPEC-4.too-deep", "%s is nested more than %d levels deep", what, maxFieldsDepth)
 		return nil
 	}
 	m := r.asMapping(n, what, fieldKeys...)
@@ -283,7 +285,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	f := &Field{Pos: posOf(n), m: m}
 	typ, ok := m.requiredStr("type", what)
 	if ok && !slices.Contains(FieldTypes, typ) {
-		r.errorf(m.at("type"), "SPEC-4", "%s has unknown type %q; use one of %s", what, typ, strings.Join(FieldTypes, ", "))
+		r.errorf(m.at("type"), "SPEC-4.unknown-type", "%s has unknown type %q; use one of %s", what, typ, strings.Join(FieldTypes, ", "))
 		ok = false
 	}
 	if !ok {
@@ -294,7 +296,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 
 	only := func(key string, types ...string) bool {
 		if m.has(key) && !slices.Contains(types, typ) {
-			r.errorf(m.keyAt(key), "SPEC-4", "%s is not allowed on %s of type %s", key, what, typ)
+			r.errorf(m.keyAt(key), "SPEC-4.keyword-not-allowed", "%s is not allowed on %s of type %s", key, what, typ)
 			return false
 		}
 		return m.has(key)
@@ -310,22 +312,22 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 		}
 	}
 	if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
-		r.errorf(m.at("max"), "SPEC-4", "%s has max %v below min %v", what, *f.Max, *f.Min)
+		r.errorf(m.at("max"), "SPEC-4.max-below-min", "%s has max %v below min %v", what, *f.Max, *f.Min)
 	}
 	f.MinLength = nonNegative(r, m, "min_length", what, only("min_length", TypeString))
 	f.MaxLength = nonNegative(r, m, "max_length", what, only("max_length", TypeString))
 	if f.MinLength != nil && f.MaxLength != nil && *f.MinLength > *f.MaxLength {
-		r.errorf(m.at("max_length"), "SPEC-4", "%s has max_length %d below min_length %d", what, *f.MaxLength, *f.MinLength)
+		r.errorf(m.at("max_length"), "SPEC-4.max-length-below-min-length", "%s has max_length %d below min_length %d", what, *f.MaxLength, *f.MinLength)
 	}
 	f.MinItems = nonNegative(r, m, "min_items", what, only("min_items", TypeArray))
 	f.MaxItems = nonNegative(r, m, "max_items", what, only("max_items", TypeArray))
 	if f.MinItems != nil && f.MaxItems != nil && *f.MinItems > *f.MaxItems {
-		r.errorf(m.at("max_items"), "SPEC-4", "%s has max_items %d below min_items %d", what, *f.MaxItems, *f.MinItems)
+		r.errorf(m.at("max_items"), "SPEC-4.max-items-below-min-items", "%s has max_items %d below min_items %d", what, *f.MaxItems, *f.MinItems)
 	}
 	if only("pattern", TypeString) {
 		if p, ok := m.str("pattern"); ok {
 			if _, err := regexp.Compile(p); err != nil {
-				r.errorf(m.at("pattern"), "SPEC-4", "%s has an invalid pattern: %v", what, err)
+				r.errorf(m.at("pattern"), "SPEC-4.invalid-pattern", "%s has an invalid pattern: %v", what, err)
 			} else {
 				f.Pattern = p
 			}
@@ -334,7 +336,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	switch typ {
 	case TypeArray:
 		if !m.has("items") {
-			r.errorf(m.keyAt("type"), "SPEC-4", "%s is an array and must declare items", what)
+			r.errorf(m.keyAt("type"), "SPEC-4.items-missing", "%s is an array and must declare items", what)
 		} else {
 			f.Items = loadField(r, m.get("items"), what+".items", depth+1)
 			if f.Items != nil {
@@ -343,11 +345,11 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 		}
 	case TypeObject:
 		if !m.has("properties") {
-			r.errorf(m.keyAt("type"), "SPEC-4", "%s is an object and must declare properties", what)
+			r.errorf(m.keyAt("type"), "SPEC-4.properties-missing", "%s is an object and must declare properties", what)
 		} else {
 			f.Properties = loadFields(r, m.get("properties"), what, depth+1)
 			if len(m.get("properties").Content) == 0 {
-				r.errorf(m.at("properties"), "SPEC-4", "%s must declare at least one property", what)
+				r.errorf(m.at("properties"), "SPEC-4.properties-empty", "%s must declare at least one property", what)
 			}
 		}
 	}
@@ -357,7 +359,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	if only("enum", TypeString, TypeInteger) {
 		en := m.get("enum")
 		if en.Kind != yaml.SequenceNode || len(en.Content) == 0 {
-			r.errorf(posOf(en), "SPEC-4", "enum of %s must be a non-empty list", what)
+			r.errorf(posOf(en), "SPEC-4.enum-empty", "enum of %s must be a non-empty list", what)
 		} else {
 			seen := map[any]bool{}
 			var values []any
@@ -367,7 +369,7 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 					continue
 				}
 				if seen[v] {
-					r.errorf(posOf(e), "SPEC-4", "enum of %s lists %v twice", what, v)
+					r.errorf(posOf(e), "SPEC-4.enum-duplicate", "enum of %s lists %v twice", what, v)
 					continue
 				}
 				seen[v] = true
@@ -386,20 +388,20 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	}
 	if req, ok := m.boolean("required"); ok {
 		if req && m.has("default") {
-			r.errorf(m.at("required"), "SPEC-4", "%s is required and has a default; a default makes it optional, so drop one of them", what)
+			r.errorf(m.at("required"), "SPEC-4.required-with-default", "%s is required and has a default; a default makes it optional, so drop one of them", what)
 		}
 		f.Required = req
 	}
 	if src, ok := m.str("bound"); ok {
 		switch {
 		case depth > 0:
-			r.errorf(m.at("bound"), "SPEC-4", "%s: only a top-level argument can be bound", what)
+			r.errorf(m.at("bound"), "SPEC-4.bound-nested", "%s: only a top-level argument can be bound", what)
 		case !boundSource.MatchString(src):
-			r.errorf(m.at("bound"), "SPEC-4", "%s: bound source %q must be principal.id, principal.tenant, principal.claims.NAME, session.id or run.id", what, src)
+			r.errorf(m.at("bound"), "SPEC-4.bound-source", "%s: bound source %q must be principal.id, principal.tenant, principal.claims.NAME, session.id or run.id", what, src)
 		case typ != TypeString:
-			r.errorf(m.at("type"), "SPEC-4", "%s is bound to %s, a string: its type must be string, not %s", what, src, typ)
+			r.errorf(m.at("type"), "SPEC-4.bound-type", "%s is bound to %s, a string: its type must be string, not %s", what, src, typ)
 		case m.has("default") || m.has("required"):
-			r.errorf(m.at("bound"), "SPEC-4", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
+			r.errorf(m.at("bound"), "SPEC-4.bound-default-or-required", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
 		default:
 			f.Bound, f.Required = src, true
 		}
@@ -407,11 +409,11 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	if wp, ok := m.boolean("workspace_path"); ok && wp {
 		switch {
 		case depth > 0:
-			r.errorf(m.at("workspace_path"), "SPEC-4", "%s: only a top-level argument can be a workspace path", what)
+			r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-nested", "%s: only a top-level argument can be a workspace path", what)
 		case typ != TypeString:
-			r.errorf(m.at("type"), "SPEC-4", "%s is a workspace path, a string: its type must be string, not %s", what, typ)
+			r.errorf(m.at("type"), "SPEC-4.workspace-path-type", "%s is a workspace path, a string: its type must be string, not %s", what, typ)
 		case f.Bound != "":
-			r.errorf(m.at("workspace_path"), "SPEC-4", "%s is bound to %s: the platform fills it, so it cannot also be a workspace path the pipeline resolves", what, f.Bound)
+			r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-bound", "%s is bound to %s: the platform fills it, so it cannot also be a workspace path the pipeline resolves", what, f.Bound)
 		default:
 			f.WorkspacePath = true
 		}
@@ -428,7 +430,7 @@ func nonNegative(r reporter, m *mapping, key, what string, present bool) *int64 
 		return nil
 	}
 	if v < 0 {
-		r.errorf(m.at(key), "SPEC-4", "%s of %s must not be negative, found %d", key, what, v)
+		r.errorf(m.at(key), "SPEC-4.negative", "%s of %s must not be negative, found %d", key, what, v)
 		return nil
 	}
 	return &v
@@ -438,7 +440,7 @@ func nonNegative(r reporter, m *mapping, key, what string, present bool) *int64 
 // (used for defaults and enum values).
 func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 	bad := func() (any, bool) {
-		r.errorf(posOf(n), "SPEC-4", "%s must be of type %s, found %s", what, f.Type, kindName(n))
+		r.errorf(posOf(n), "SPEC-4.value-type", "%s must be of type %s, found %s", what, f.Type, kindName(n))
 		return nil, false
 	}
 	switch f.Type {
@@ -448,19 +450,19 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 		}
 		s := n.Value
 		if f.MaxLength != nil && int64(len([]rune(s))) > *f.MaxLength {
-			r.errorf(posOf(n), "SPEC-4", "%s is longer than max_length %d", what, *f.MaxLength)
+			r.errorf(posOf(n), "SPEC-4.value-too-long", "%s is longer than max_length %d", what, *f.MaxLength)
 			return nil, false
 		}
 		if f.MinLength != nil && int64(len([]rune(s))) < *f.MinLength {
-			r.errorf(posOf(n), "SPEC-4", "%s is shorter than min_length %d", what, *f.MinLength)
+			r.errorf(posOf(n), "SPEC-4.value-too-short", "%s is shorter than min_length %d", what, *f.MinLength)
 			return nil, false
 		}
 		if f.Pattern != "" && !regexp.MustCompile(f.Pattern).MatchString(s) {
-			r.errorf(posOf(n), "SPEC-4", "%s does not match pattern %q", what, f.Pattern)
+			r.errorf(posOf(n), "SPEC-4.value-pattern", "%s does not match pattern %q", what, f.Pattern)
 			return nil, false
 		}
 		if f.Enum != nil && !slices.Contains(f.Enum, any(s)) {
-			r.errorf(posOf(n), "SPEC-4", "%s %q is not one of the enum values", what, s)
+			r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %q is not one of the enum values", what, s)
 			return nil, false
 		}
 		return s, true
@@ -473,7 +475,7 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 			return nil, false
 		}
 		if f.Enum != nil && !slices.Contains(f.Enum, any(i)) {
-			r.errorf(posOf(n), "SPEC-4", "%s %d is not one of the enum values", what, i)
+			r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %d is not one of the enum values", what, i)
 			return nil, false
 		}
 		return i, true
@@ -483,7 +485,7 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 			return bad()
 		}
 		if math.IsInf(x, 0) || math.IsNaN(x) {
-			r.errorf(posOf(n), "SPEC-4", "%s must be a finite number, found %s (JSON has no infinities or NaN)", what, n.Value)
+			r.errorf(posOf(n), "SPEC-4.non-finite", "%s must be a finite number, found %s (JSON has no infinities or NaN)", what, n.Value)
 			return nil, false
 		}
 		if !inRange(r, f, x, n, what) {
@@ -509,7 +511,7 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 			out = append(out, v)
 		}
 		if f.MaxItems != nil && int64(len(out)) > *f.MaxItems || f.MinItems != nil && int64(len(out)) < *f.MinItems {
-			r.errorf(posOf(n), "SPEC-4", "%s has %d items, outside min_items/max_items", what, len(out))
+			r.errorf(posOf(n), "SPEC-4.value-items-count", "%s has %d items, outside min_items/max_items", what, len(out))
 			return nil, false
 		}
 		return out, true
@@ -523,7 +525,7 @@ func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
 		for _, p := range f.Properties {
 			if !m.has(p.Name) {
 				if p.Required {
-					r.errorf(posOf(n), "SPEC-4", "%s is missing required property %q", what, p.Name)
+					r.errorf(posOf(n), "SPEC-4.value-missing-property", "%s is missing required property %q", what, p.Name)
 					ok = false
 				}
 				continue
@@ -547,7 +549,7 @@ func fieldNames(fs []*Field) []string {
 
 func inRange(r reporter, f *Field, x float64, n *yaml.Node, what string) bool {
 	if f.Min != nil && x < *f.Min || f.Max != nil && x > *f.Max {
-		r.errorf(posOf(n), "SPEC-4", "%s %v is outside min/max", what, n.Value)
+		r.errorf(posOf(n), "SPEC-4.value-out-of-range", "%s %v is outside min/max", what, n.Value)
 		return false
 	}
 	return true

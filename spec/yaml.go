@@ -50,7 +50,7 @@ var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.errorf(Pos{1, 1}, "yaml", "YAML parser failed: %v", p)
+			r.errorf(Pos{1, 1}, "yaml.parser-failed", "YAML parser failed: %v", p)
 			root = nil
 		}
 	}()
@@ -61,7 +61,7 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			r.errorf(Pos{1, 1}, "yaml", "file is empty")
+			r.errorf(Pos{1, 1}, "yaml.empty-file", "file is empty")
 			return nil
 		}
 		reportYAMLError(r, err)
@@ -69,13 +69,13 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		r.errorf(posOf(&extra), "yaml", "a spec file holds exactly one YAML document; remove this one")
+		r.errorf(posOf(&extra), "yaml.multiple-documents", "a spec file holds exactly one YAML document; remove this one")
 	} else if !errors.Is(err, io.EOF) {
 		reportYAMLError(r, err)
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		r.errorf(Pos{1, 1}, "yaml", "file is empty")
+		r.errorf(Pos{1, 1}, "yaml.empty-file", "file is empty")
 		return nil
 	}
 	root = doc.Content[0]
@@ -83,7 +83,7 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		r.errorf(posOf(root), "schema", "top level must be a mapping, found %s", kindName(root))
+		r.errorf(posOf(root), "schema.not-a-mapping", "top level must be a mapping, found %s", kindName(root))
 		return nil
 	}
 	return root
@@ -96,7 +96,7 @@ func parseDocument(r reporter, data []byte) (root *yaml.Node) {
 // number after one would be wrong). Found by FuzzLoad.
 func checkEncoding(r reporter, data []byte) bool {
 	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
-		r.errorf(Pos{1, 1}, "yaml", "spec files are UTF-8; this one is UTF-16")
+		r.errorf(Pos{1, 1}, "yaml.utf16", "spec files are UTF-8; this one is UTF-16")
 		return false
 	}
 	ok := true
@@ -115,7 +115,7 @@ func checkEncoding(r reporter, data []byte) bool {
 			line, col = line+1, 1
 			continue
 		case '\u0085', '\u2028', '\u2029':
-			r.errorf(Pos{line, col}, "yaml", "character %U is a line break to YAML but not to editors; remove it, or write it as the escape \\u%04X in a double-quoted string", c, c)
+			r.errorf(Pos{line, col}, "yaml.line-separator", "character %U is a line break to YAML but not to editors; remove it, or write it as the escape \\u%04X in a double-quoted string", c, c)
 			ok = false
 		}
 		col++
@@ -132,10 +132,10 @@ func reportYAMLError(r reporter, err error) {
 		if slices.Contains(yamlParserProblems, m[2]) {
 			line++
 		}
-		r.errorf(Pos{Line: line, Col: 1}, "yaml", "%s", m[2])
+		r.errorf(Pos{Line: line, Col: 1}, "yaml.syntax", "%s", m[2])
 		return
 	}
-	r.errorf(Pos{1, 1}, "yaml", "%s", strings.TrimPrefix(msg, "yaml: "))
+	r.errorf(Pos{1, 1}, "yaml.syntax", "%s", strings.TrimPrefix(msg, "yaml: "))
 }
 
 // checkPlainYAML rejects the YAML features a reviewed spec has no use for and that make
@@ -146,17 +146,17 @@ func checkPlainYAML(r reporter, n *yaml.Node) bool {
 	walk = func(n *yaml.Node) {
 		switch {
 		case n.Kind == yaml.AliasNode:
-			r.errorf(posOf(n), "yaml", "aliases are not allowed in spec files; write the value out")
+			r.errorf(posOf(n), "yaml.alias", "aliases are not allowed in spec files; write the value out")
 			ok = false
 			return
 		case n.Anchor != "":
-			r.errorf(posOf(n), "yaml", "anchors are not allowed in spec files; write the value out")
+			r.errorf(posOf(n), "yaml.anchor", "anchors are not allowed in spec files; write the value out")
 			ok = false
 		case n.Tag == "!!merge":
-			r.errorf(posOf(n), "yaml", "merge keys (<<) are not allowed in spec files")
+			r.errorf(posOf(n), "yaml.merge-key", "merge keys (<<) are not allowed in spec files")
 			ok = false
 		case n.Kind == yaml.ScalarNode && n.Style&yaml.TaggedStyle != 0 && !slices.Contains(standardTags, n.Tag):
-			r.errorf(posOf(n), "yaml", "custom tag %s is not allowed in spec files", n.Tag)
+			r.errorf(posOf(n), "yaml.custom-tag", "custom tag %s is not allowed in spec files", n.Tag)
 			ok = false
 		}
 		for _, c := range n.Content {
@@ -204,18 +204,18 @@ type mapping struct {
 // It reports every unknown and duplicate key and returns nil if n is not a mapping.
 func (r reporter) asMapping(n *yaml.Node, what string, known ...string) *mapping {
 	if n.Kind != yaml.MappingNode {
-		r.errorf(posOf(n), "schema", "%s must be a mapping, found %s", what, kindName(n))
+		r.errorf(posOf(n), "schema.not-a-mapping", "%s must be a mapping, found %s", what, kindName(n))
 		return nil
 	}
 	m := &mapping{r: r, node: n, values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!null" {
-			r.errorf(posOf(k), "schema", "%s keys must be strings, found %s", what, kindName(k))
+			r.errorf(posOf(k), "schema.key-not-string", "%s keys must be strings, found %s", what, kindName(k))
 			continue
 		}
 		if first, dup := m.keys[k.Value]; dup {
-			r.errorf(posOf(k), "duplicate-key", "duplicate key %q in %s (first at line %d)", k.Value, what, first.Line)
+			r.errorf(posOf(k), "schema.duplicate-key", "duplicate key %q in %s (first at line %d)", k.Value, what, first.Line)
 			continue
 		}
 		m.keys[k.Value], m.values[k.Value] = k, v
@@ -229,7 +229,7 @@ func (r reporter) asMapping(n *yaml.Node, what string, known ...string) *mapping
 				slices.Sort(sorted)
 				msg += "; known keys: " + strings.Join(sorted, ", ")
 			}
-			r.errorf(posOf(k), "unknown-key", "%s", msg)
+			r.errorf(posOf(k), "schema.unknown-key", "%s", msg)
 		}
 	}
 	return m
@@ -328,7 +328,7 @@ func (m *mapping) str(key string) (string, bool) {
 		return "", false
 	}
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		m.r.errorf(posOf(v), "schema", "%s must be a string, found %s (quote it if it is meant as text)", key, kindName(v))
+		m.r.errorf(posOf(v), "schema.not-a-string", "%s must be a string, found %s (quote it if it is meant as text)", key, kindName(v))
 		return "", false
 	}
 	return v.Value, true
@@ -337,12 +337,12 @@ func (m *mapping) str(key string) (string, bool) {
 // requiredStr reads a string value that must be present and non-empty.
 func (m *mapping) requiredStr(key, what string) (string, bool) {
 	if !m.has(key) {
-		m.r.errorf(posOf(m.node), "schema", "%s is missing required key %q", what, key)
+		m.r.errorf(posOf(m.node), "schema.missing-key", "%s is missing required key %q", what, key)
 		return "", false
 	}
 	s, ok := m.str(key)
 	if ok && strings.TrimSpace(s) == "" {
-		m.r.errorf(m.at(key), "schema", "%s must not be empty", key)
+		m.r.errorf(m.at(key), "schema.empty-string", "%s must not be empty", key)
 		return "", false
 	}
 	return s, ok
@@ -355,7 +355,7 @@ func (m *mapping) boolean(key string) (bool, bool) {
 	}
 	var b bool
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" || v.Decode(&b) != nil {
-		m.r.errorf(posOf(v), "schema", "%s must be true or false, found %s", key, kindName(v))
+		m.r.errorf(posOf(v), "schema.not-a-bool", "%s must be true or false, found %s", key, kindName(v))
 		return false, false
 	}
 	return b, true
@@ -372,7 +372,7 @@ func (m *mapping) integer(key string) (int64, bool) {
 func (r reporter) intValue(v *yaml.Node, what string) (int64, bool) {
 	var i int64
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!int" || v.Decode(&i) != nil {
-		r.errorf(posOf(v), "schema", "%s must be an integer, found %s", what, kindName(v))
+		r.errorf(posOf(v), "schema.not-an-integer", "%s must be an integer, found %s", what, kindName(v))
 		return 0, false
 	}
 	return i, true
@@ -385,11 +385,11 @@ func (m *mapping) number(key string) (float64, bool) {
 	}
 	var f float64
 	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&f) != nil {
-		m.r.errorf(posOf(v), "schema", "%s must be a number, found %s", key, kindName(v))
+		m.r.errorf(posOf(v), "schema.not-a-number", "%s must be a number, found %s", key, kindName(v))
 		return 0, false
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		m.r.errorf(posOf(v), "SPEC-4", "%s must be a finite number, found %s (JSON has no infinities or NaN)", key, v.Value)
+		m.r.errorf(posOf(v), "SPEC-4.non-finite", "%s must be a finite number, found %s (JSON has no infinities or NaN)", key, v.Value)
 		return 0, false
 	}
 	return f, true
@@ -412,14 +412,14 @@ func (m *mapping) strList(key string) ([]Ref, bool) {
 
 func (r reporter) strListValue(v *yaml.Node, what string) ([]Ref, bool) {
 	if v.Kind != yaml.SequenceNode {
-		r.errorf(posOf(v), "schema", "%s must be a list of strings, found %s", what, kindName(v))
+		r.errorf(posOf(v), "schema.not-a-string-list", "%s must be a list of strings, found %s", what, kindName(v))
 		return nil, false
 	}
 	out := make([]Ref, 0, len(v.Content))
 	ok := true
 	for _, e := range v.Content {
 		if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
-			r.errorf(posOf(e), "schema", "%s entries must be strings, found %s", what, kindName(e))
+			r.errorf(posOf(e), "schema.list-entry-not-string", "%s entries must be strings, found %s", what, kindName(e))
 			ok = false
 			continue
 		}
@@ -428,14 +428,15 @@ func (r reporter) strListValue(v *yaml.Node, what string) ([]Ref, bool) {
 	return out, ok
 }
 
-// oneOf reads an optional string that must be one of allowed.
-func (m *mapping) oneOf(key, rule string, allowed ...string) (string, bool) {
+// oneOf reads an optional string that must be one of allowed; req is the requirement
+// the check is under (rule req.value-not-allowed).
+func (m *mapping) oneOf(key, req string, allowed ...string) (string, bool) {
 	s, ok := m.str(key)
 	if !ok {
 		return "", false
 	}
 	if !slices.Contains(allowed, s) {
-		m.r.errorf(m.at(key), rule, "%s must be one of %s, found %q", key, strings.Join(allowed, ", "), s)
+		m.r.errorf(m.at(key), req+".value-not-allowed", "%s must be one of %s, found %q", key, strings.Join(allowed, ", "), s)
 		return "", false
 	}
 	return s, true

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolgen/toolgen/codegen"
 	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/spec/diag"
 	"github.com/toolgen/toolgen/spec/specdiff"
 )
 
@@ -26,9 +28,9 @@ const (
 const usage = `toolgen checks tool, server, protocol and policy specs and generates Go wrappers.
 
 Usage:
-	toolgen check [-format text|json|github] [DIR]
-	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github]
-	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
+	toolgen check [-format text|json|github|markdown] [-snippets] [DIR]
+	toolgen generate [DIR] [-o OUT] [-pkg NAME] [-check] [-v] [-format text|json|github|markdown] [-snippets]
+	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [-snippets] [--fail-on weakens,breaking|none] [DIR]
 	toolgen host [-name NAME] [-force] [DIR]
 	toolgen schema tool|server|protocol|policy|device|principals|notifications
 	toolgen version
@@ -40,6 +42,8 @@ Go module (NAME defaults to the module path's last element and -host), and, if t
 tools package (the one whose //go:generate line runs toolgen generate on DIR, else
 DIR/tools) declares no All function, tools/all.go returning its implementations.
 It never overwrites a file without -force.
+Findings name a stable rule ID (docs/rules.md); -snippets adds, in the text format, the
+source line and a caret under the column.
 Exit status: 0 clean, 1 findings or stale output, 2 usage or I/O error.
 `
 
@@ -111,21 +115,32 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func formatFlag(fs *flag.FlagSet) *string {
-	return fs.String("format", "text", "diagnostics format: text, json or github")
+// output is how findings are printed: the -format and -snippets flags.
+type output struct {
+	format   *string
+	snippets *bool
 }
 
-func checkFormat(f string) (spec.Format, error) {
-	switch spec.Format(f) {
-	case spec.FormatText, spec.FormatJSON, spec.FormatGitHub:
-		return spec.Format(f), nil
+func outputFlags(fs *flag.FlagSet) output {
+	return output{
+		format:   fs.String("format", "text", "diagnostics format: text, json, github or markdown"),
+		snippets: fs.Bool("snippets", false, "text format: print each finding's source line and a caret under its column"),
 	}
-	return "", fmt.Errorf("unknown -format %q: use text, json or github", f)
+}
+
+// textOutput is the text format without snippets.
+func textOutput() output {
+	format, snippets := string(diag.Text), false
+	return output{format: &format, snippets: &snippets}
 }
 
 // load loads DIR and prints its diagnostics, their paths shown by pp. ok is false when
 // the caller must stop; code is then the exit code.
-func load(dir string, pp pathPrinter, format spec.Format, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
+func load(dir string, pp pathPrinter, out output, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
+	format, err := diag.ParseFormat(*out.format)
+	if err != nil {
+		return nil, usageError(err, stderr), false
+	}
 	tree, diags, err := loadDir(dir, pp)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
@@ -135,20 +150,28 @@ func load(dir string, pp pathPrinter, format spec.Format, stdout, stderr io.Writ
 		// acknowledge: names specdiff's rules; spec cannot import specdiff to check them.
 		diags = append(diags, specdiff.CheckAcknowledgements(tree)...).Sorted()
 	}
-	if len(diags) > 0 || format == spec.FormatJSON {
+	if len(diags) > 0 || format == diag.JSON || format == diag.Markdown {
 		// Findings go to stdout in the machine formats, stderr as text, like go vet.
 		w := stderr
-		if format != spec.FormatText {
+		if format != diag.Text {
 			w = stdout
 		}
-		if err := diags.Write(w, format); err != nil {
+		report := diag.Report{Command: "check", Summary: checkSummary(len(diags))}
+		if *out.snippets {
+			display := pp.show(dir)
+			report.Source = func(a diag.Annotation) ([]byte, bool) { return readDisplayed(dir, display, a.Path) }
+		}
+		if format == diag.Text {
+			report.Summary = "" // printed last, below
+		}
+		if err := diag.Write(w, format, diags, report); err != nil {
 			fmt.Fprintf(stderr, "toolgen: %v\n", err)
 			return nil, ExitUsage, false
 		}
 	}
 	if len(diags) > 0 {
-		if format == spec.FormatText {
-			fmt.Fprintf(stderr, "toolgen: %d %s\n", len(diags), plural(len(diags), "problem", "problems"))
+		if format == diag.Text {
+			fmt.Fprintf(stderr, "toolgen: %s\n", checkSummary(len(diags)))
 		}
 		return tree, ExitFindings, false
 	}
@@ -167,6 +190,30 @@ func loadDir(dir string, pp pathPrinter) (*spec.Tree, spec.Diagnostics, error) {
 	return spec.LoadFS(os.DirFS(dir), pp.show(dir))
 }
 
+func checkSummary(n int) string {
+	if n == 0 {
+		return "no problems"
+	}
+	return fmt.Sprintf("%d %s", n, plural(n, "problem", "problems"))
+}
+
+// readDisplayed reads the file a finding names by its displayed path: the spec root
+// root is displayed as display, and its files as display/REL.
+func readDisplayed(root, display, p string) ([]byte, bool) {
+	rel := p
+	if display != "" && display != "." {
+		var ok bool
+		if rel, ok = strings.CutPrefix(p, strings.ReplaceAll(display, "\\", "/")+"/"); !ok {
+			return nil, false
+		}
+	}
+	if !fs.ValidPath(rel) {
+		return nil, false
+	}
+	b, err := fs.ReadFile(os.DirFS(root), rel)
+	return b, err == nil
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -176,22 +223,21 @@ func plural(n int, one, many string) string {
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
-	format := formatFlag(fs)
+	out := outputFlags(fs)
 	dir, err := parseInterleaved(fs, args)
 	if err != nil {
 		return usageError(err, stderr)
 	}
-	f, err := checkFormat(*format)
-	if err != nil {
+	if _, err := diag.ParseFormat(*out.format); err != nil {
 		return usageError(err, stderr)
 	}
-	_, code, _ := load(dir, newPathPrinter(), f, stdout, stderr)
+	_, code, _ := load(dir, newPathPrinter(), out, stdout, stderr)
 	return code
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("generate", stderr)
-	format := formatFlag(fs)
+	output := outputFlags(fs)
 	out := fs.String("o", "", "output directory (default DIR/gen)")
 	pkg := fs.String("pkg", "", "Go package name of the output (default: the output directory's base name)")
 	check := fs.Bool("check", false, "write nothing; exit 1 and name the stale files if OUT is not what the specs produce")
@@ -200,8 +246,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(err, stderr)
 	}
-	f, err := checkFormat(*format)
-	if err != nil {
+	if _, err := diag.ParseFormat(*output.format); err != nil {
 		return usageError(err, stderr)
 	}
 	if *out == "" {
@@ -218,7 +263,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		return usageError(fmt.Errorf("package name %q is not a Go identifier; use -pkg", *pkg), stderr)
 	}
 	pp := newPathPrinter()
-	tree, code, ok := load(dir, pp, f, stdout, stderr)
+	tree, code, ok := load(dir, pp, output, stdout, stderr)
 	if !ok {
 		return code
 	}

@@ -3,7 +3,6 @@ package toolgencli
 import (
 	"archive/tar"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +10,15 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/spec/diag"
 	"github.com/toolgen/toolgen/spec/specdiff"
 )
 
 const diffUsage = `Usage:
-	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [--fail-on weakens,breaking|none] [DIR]
+	toolgen diff [--against REF | OLD_DIR] [-format text|json|github|markdown] [-snippets] [--fail-on weakens,breaking|none] [DIR]
 
 Compares the spec tree DIR (default ".") with a previous one: OLD_DIR, or DIR as it is
 at the git ref REF (read with git archive, no checkout). Each finding has a stable rule
@@ -41,6 +40,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("diff", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, diffUsage) }
 	format := fs.String("format", "text", "output format: text, json, github or markdown")
+	snippets := fs.Bool("snippets", false, "text format: print each finding's source line and a caret under its column")
 	against := fs.String("against", "", "compare with this git ref of the repository holding DIR (instead of OLD_DIR)")
 	failOn := fs.String("fail-on", "weakens,breaking", "severities that make the exit status 1: weakens, breaking (comma-separated), or none")
 	var positional []string
@@ -54,10 +54,9 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	switch *format {
-	case "text", "json", "github", "markdown":
-	default:
-		return usageError(fmt.Errorf("unknown -format %q: use text, json, github or markdown", *format), stderr)
+	f, err := diag.ParseFormat(*format)
+	if err != nil {
+		return usageError(err, stderr)
 	}
 	fail := map[specdiff.Severity]bool{}
 	for _, s := range strings.Split(*failOn, ",") {
@@ -99,6 +98,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	var prev *spec.Tree
+	prevRoot, prevDisplay := oldDir, pp.show(oldDir)
 	if *against != "" {
 		tmp, err := gitTree(dir, *against)
 		if tmp != "" {
@@ -110,32 +110,28 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		}
 		// Display the previous tree's paths as the current ones are displayed, so
 		// "previously tools/x.yaml:4:1" names the same file at the ref.
+		prevRoot, prevDisplay = tmp, pp.show(dir)
 		prev, code = loadForDiff(tmp, pp.show(dir), stderr)
 	} else {
-		prev, code = loadForDiff(oldDir, pp.show(oldDir), stderr)
+		prev, code = loadForDiff(oldDir, prevDisplay, stderr)
 	}
 	if prev == nil {
 		return code
 	}
 
 	findings := specdiff.Compare(prev, cur)
-	var err error
-	switch *format {
-	case "json":
-		if findings == nil {
-			findings = []specdiff.Finding{}
+	report := diag.Report{Command: "diff", Summary: diffSummary(findings), Grouped: true}
+	if *snippets {
+		report.Source = func(a diag.Annotation) ([]byte, bool) {
+			// The primary location is in the current tree unless the thing is gone.
+			root, display := dir, pp.show(dir)
+			if a.Current == nil {
+				root, display = prevRoot, prevDisplay
+			}
+			return readDisplayed(root, display, a.Path)
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(findings)
-	case "github":
-		err = writeDiffGitHub(stdout, findings)
-	case "markdown":
-		err = writeDiffMarkdown(stdout, findings)
-	default:
-		err = writeDiffText(stdout, findings)
 	}
-	if err != nil {
+	if err := diag.Write(stdout, f, findings, report); err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
 		return ExitUsage
 	}
@@ -165,7 +161,7 @@ func loadForDiff(dir, display string, stderr io.Writer) (*spec.Tree, int) {
 	}
 	var unreadable spec.Diagnostics
 	for _, d := range diags {
-		if d.Rule == "yaml" {
+		if d.Category == "yaml" {
 			unreadable = append(unreadable, d)
 		}
 	}
@@ -284,110 +280,4 @@ func diffSummary(fs []specdiff.Finding) string {
 		s += fmt.Sprintf(", %d acknowledged", acked)
 	}
 	return s
-}
-
-// diffTag is a finding's severity and rule as printed: "WEAKENS RISK_LOWERED", with
-// ", acknowledged" when its tool signed it off.
-func diffTag(f specdiff.Finding) string {
-	s := strings.ToUpper(string(f.Severity)) + " " + f.Rule
-	if f.Acknowledged {
-		s += ", acknowledged"
-	}
-	return s
-}
-
-// groups orders the subjects: tools, servers, protocols, policy; by name within each.
-func diffGroups(fs []specdiff.Finding) (keys []string, by map[string][]specdiff.Finding) {
-	order := map[string]int{"tool": 0, "server": 1, "device": 2, "protocol": 3, "policy": 4}
-	by = map[string][]specdiff.Finding{}
-	for _, f := range fs {
-		k := f.Kind + " " + f.Subject
-		if _, ok := by[k]; !ok {
-			keys = append(keys, k)
-		}
-		by[k] = append(by[k], f)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		ka, _, _ := strings.Cut(a, " ")
-		kb, _, _ := strings.Cut(b, " ")
-		if order[ka] != order[kb] {
-			return order[ka] - order[kb]
-		}
-		return strings.Compare(a, b)
-	})
-	return keys, by
-}
-
-func diffLine(f specdiff.Finding) string {
-	s := fmt.Sprintf("%s: [%s] %s", f.At(), diffTag(f), f.Message)
-	if f.Cur != nil && f.Prev != nil {
-		s += fmt.Sprintf(" (previously %s)", *f.Prev)
-	}
-	return s
-}
-
-func writeDiffText(w io.Writer, fs []specdiff.Finding) error {
-	var b strings.Builder
-	b.WriteString(diffSummary(fs) + "\n")
-	keys, by := diffGroups(fs)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "\n%s:\n", k)
-		for _, f := range by[k] {
-			b.WriteString(diffLine(f) + "\n")
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeDiffGitHub writes workflow-command annotations on the changed YAML lines: a
-// warning for what weakens, an error for what breaks, a notice for the rest and for
-// what is acknowledged.
-func writeDiffGitHub(w io.Writer, fs []specdiff.Finding) error {
-	level := map[specdiff.Severity]string{specdiff.Weakens: "warning", specdiff.Breaking: "error", specdiff.Info: "notice"}
-	esc := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
-	prop := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
-	var b strings.Builder
-	for _, f := range fs {
-		at := f.At()
-		msg := f.Message
-		if f.Cur != nil && f.Prev != nil {
-			msg += fmt.Sprintf(" (previously %s)", *f.Prev)
-		}
-		lvl, title := level[f.Severity], string(f.Severity)+" "+f.Rule
-		if f.Acknowledged {
-			lvl, title = "notice", title+" (acknowledged)"
-		}
-		fmt.Fprintf(&b, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", lvl, prop.Replace(at.File), at.Line, at.Col,
-			prop.Replace(title), esc.Replace(msg))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeDiffMarkdown writes a pull-request comment: the summary, then a table per subject.
-func writeDiffMarkdown(w io.Writer, fs []specdiff.Finding) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "### toolgen diff: %s\n", diffSummary(fs))
-	cell := strings.NewReplacer("|", "\\|", "\n", " ")
-	keys, by := diffGroups(fs)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "\n#### %s\n\n| Severity | Rule | Change | Where | Previously |\n|---|---|---|---|---|\n", cell.Replace(k))
-		for _, f := range by[k] {
-			where, prev := "", ""
-			if f.Cur != nil {
-				where = "`" + f.Cur.String() + "`"
-			}
-			if f.Prev != nil {
-				prev = "`" + f.Prev.String() + "`"
-			}
-			sev := string(f.Severity)
-			if f.Acknowledged {
-				sev += " (acknowledged)"
-			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", sev, f.Rule, cell.Replace(f.Message), where, prev)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

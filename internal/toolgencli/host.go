@@ -31,7 +31,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 		return usageError(fmt.Errorf("-name %q is not a program name (letters, digits, '.', '_', '-'; one directory under cmd/)", *name), stderr)
 	}
 	pp := newPathPrinter()
-	tree, code, ok := load(dir, pp, spec.FormatText, stdout, stderr)
+	tree, code, ok := load(dir, pp, textOutput(), stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -49,7 +49,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	report := func(findings []scaffold.Finding) int {
 		var diags spec.Diagnostics
 		for _, f := range findings {
-			d := spec.Diagnostic{Pos: f.Pos, Message: f.Message, Rule: f.Rule}
+			d := spec.NewDiagnostic("", f.Pos, f.Rule, f.Message)
 			if f.Tool != nil {
 				d.Path = specPath(pp.show(dir), f.Tool.File)
 			} else {

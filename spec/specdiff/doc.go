@@ -2,7 +2,9 @@
 // reports, as named findings, the changes a reviewer must see: those that weaken safety,
 // those that break callers, and the rest of what changed the generated catalog. It is
 // the engine of `toolgen diff`, modelled on buf's `breaking`: stable rule names in
-// categories, each finding with its current and previous location.
+// categories, each finding with its current and previous location. A finding is a
+// diag.Annotation, the model `toolgen check` reports with too, and the CLI prints both
+// through the same formatters (package spec/diag).
 //
 // Compare works on the model of package spec, never on the YAML text, so a change of
 // comments, key order, quoting or scalar style produces no finding. CEL expressions are
@@ -11,21 +13,21 @@
 //
 // # Locations
 //
-// Every finding names path:line:col in each tree where the thing exists. Cur is where the
-// changed key is in the current tree, Prev where the same key was in the previous one; a
+// Every finding names path:line:col in each tree where the thing exists. Current is where the
+// changed key is in the current tree, Previous where the same key was in the previous one; a
 // key one tree leaves out is located at its fallback there (a tool's name, a server's
 // server_id, a protocol's name; a server's classification field at `classification`).
-//   - A whole file's subject that is gone (a tool, a server, a protocol) has only Prev;
-//     one that is new has only Cur.
+//   - A whole file's subject that is gone (a tool, a server, a protocol) has only Previous;
+//     one that is new has only Current.
 //   - A part removed from something that still exists (an argument, a scope, an enum
 //     value, a mode, a tool of a mode, an exclusive tool, a policy rule, an egress host)
-//     has Prev at the removed part and Cur at the key that held it, so an annotation
+//     has Previous at the removed part and Current at the key that held it, so an annotation
 //     lands on the current file.
 //   - A part added to something that existed (a new argument, a mode, a tool of a mode, a
-//     declared exclusive tool, a policy rule, an egress host) has Cur at the new part and
-//     Prev at the key that holds its siblings in the previous file.
+//     declared exclusive tool, a policy rule, an egress host) has Current at the new part and
+//     Previous at the key that holds its siblings in the previous file.
 //
-// Findings are sorted by their primary location (Cur, else Prev), then rule and message.
+// Findings are sorted by their primary location (Current, else Previous), then rule and message.
 //
 // # Rules
 //
@@ -124,7 +126,7 @@
 //   - R is carried when T's previous spec lists R too. A carried entry signed off an
 //     earlier change, which a reviewer saw; it applies to nothing now, so that a later
 //     change of the same kind cannot pass under an old signature. It is reported as
-//     ACKNOWLEDGEMENT_STALE (Cur at the entry, Prev at the previous entry) when T's
+//     ACKNOWLEDGEMENT_STALE (Current at the entry, Previous at the previous entry) when T's
 //     version changed, which is how an acknowledgement is cleared on the next version
 //     bump, or when a finding of rule R on T fires again in this comparison. Otherwise
 //     (same version, nothing of rule R) it is silent.
@@ -132,6 +134,6 @@
 // To acknowledge again a rule whose entry is still carried, remove the entry first (in a
 // change of its own), then add it with the new change.
 //
-// specdiff imports only package spec and the standard library; it must never import
-// codegen, the runtime or the CLI.
+// specdiff imports only packages spec, spec/diag and the standard library; it must
+// never import codegen, the runtime or the CLI.
 package specdiff

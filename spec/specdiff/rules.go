@@ -146,7 +146,7 @@ func CheckAcknowledgements(t *spec.Tree) spec.Diagnostics {
 					msg += "; the rules a tool can acknowledge are " + strings.Join(AcknowledgeableRules(), ", ")
 				}
 			}
-			out = append(out, spec.Diagnostic{Path: displayPath(t, tool.File), Pos: a.Pos, Rule: "unknown-rule", Message: msg})
+			out = append(out, spec.NewDiagnostic(displayPath(t, tool.File), a.Pos, "acknowledge.unknown-rule", msg))
 		}
 	}
 	return out.Sorted()

@@ -7,58 +7,29 @@ import (
 	"strings"
 
 	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/spec/diag"
 )
 
-// Severity is a finding's category.
-type Severity string
+// Severity is a finding's severity: weakens, breaking or info (diag's).
+type Severity = diag.Severity
 
 const (
-	Weakens  Severity = "weakens"  // the platform will do more without a person
-	Breaking Severity = "breaking" // callers (or recorded results) no longer fit
-	Info     Severity = "info"     // anything else that changed the catalog or a spec
+	Weakens  = diag.Weakens  // the platform will do more without a person
+	Breaking = diag.Breaking // callers (or recorded results) no longer fit
+	Info     = diag.Info     // anything else that changed the catalog or a spec
 )
 
 // Location is a position in a spec file: the path as the tree's Root displays it, and
 // a 1-based line and column. The zero Location means "none".
-type Location struct {
-	File string `json:"file"`
-	Line int    `json:"line"`
-	Col  int    `json:"column"`
-}
+type Location = diag.Location
 
-// IsZero reports whether l is no location.
-func (l Location) IsZero() bool { return l.File == "" }
-
-func (l Location) String() string { return fmt.Sprintf("%s:%d:%d", l.File, l.Line, l.Col) }
-
-// Finding is one reported change.
-type Finding struct {
-	Rule     string   `json:"rule"`
-	Severity Severity `json:"severity"`
-	// Kind is what Subject names: tool, server, device, protocol, policy or issuer.
-	Kind string `json:"kind"`
-	// Subject is the tool name, server id, device id, protocol name, policy rule name
-	// ("egress" for the egress allowlist) or issuer name.
-	Subject string    `json:"subject"`
-	Message string    `json:"message"`
-	Cur     *Location `json:"current,omitempty"`
-	Prev    *Location `json:"previous,omitempty"`
-	// Acknowledged is set when the current spec of the tool the finding is about
-	// acknowledges its rule in this change: it is still reported, but it is signed off
-	// and must not fail a check.
-	Acknowledged bool `json:"acknowledged,omitempty"`
-}
-
-// At is the finding's primary location: Cur, or Prev for a removed thing.
-func (f Finding) At() Location {
-	if f.Cur != nil {
-		return *f.Cur
-	}
-	if f.Prev != nil {
-		return *f.Prev
-	}
-	return Location{}
-}
+// Finding is one reported change, in the one annotation model of package diag: Rule
+// is a name of [Rules], Severity its severity, Kind and Subject what changed, Current
+// and Previous where, Path and Pos the primary location (Current, else Previous), and
+// Acknowledged set when the current spec of the tool the finding is about
+// acknowledges its rule in this change: it is still reported, but it is signed off and
+// must not fail a check.
+type Finding = diag.Annotation
 
 // Compare reports every change from prev to cur, sorted by primary location (file,
 // line, column), then rule and message. Either tree may be nil (an empty tree).
@@ -142,8 +113,16 @@ func at(x positioned, paths ...string) spec.Pos {
 
 func (d *differ) add(rule, kind, subject string, cur, prev *Location, format string, a ...any) {
 	r, _ := LookupRule(rule) // every name is in the table: TestRulesUsedAreInTable
-	d.out = append(d.out, Finding{Rule: rule, Severity: r.Severity, Kind: kind, Subject: subject,
-		Message: fmt.Sprintf(format, a...), Cur: cur, Prev: prev})
+	f := Finding{Rule: rule, Severity: r.Severity, Kind: kind, Subject: subject,
+		Message: fmt.Sprintf(format, a...), Current: cur, Previous: prev}
+	at := cur
+	if at == nil {
+		at = prev
+	}
+	if at != nil {
+		f.Path, f.Pos = at.File, diag.Pos{Line: at.Line, Col: at.Col}
+	}
+	d.out = append(d.out, f)
 }
 
 // Orders; a higher rank is safer (more restrictive).

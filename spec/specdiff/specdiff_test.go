@@ -46,11 +46,11 @@ func lines(fs []Finding) []string {
 	var out []string
 	for _, f := range fs {
 		s := fmt.Sprintf("%s %s %s", f.Severity, f.Rule, f.Subject)
-		if f.Cur != nil {
-			s += " cur=" + f.Cur.String()
+		if f.Current != nil {
+			s += " cur=" + f.Current.String()
 		}
-		if f.Prev != nil {
-			s += " prev=" + f.Prev.String()
+		if f.Previous != nil {
+			s += " prev=" + f.Previous.String()
 		}
 		out = append(out, s)
 	}
@@ -349,11 +349,11 @@ func TestCheckAcknowledgements(t *testing.T) {
 		got = append(got, d.String())
 	}
 	want := []string{
-		`cur/tools/notes.write.yaml:7:29: acknowledge names unknown rule "RISK_LOWRED"; did you mean RISK_LOWERED? [unknown-rule]`,
-		`cur/tools/notes.write.yaml:7:42: acknowledge cannot name MODE_TOOL_ADDED: its findings are about a protocol, and a tool acknowledges only findings about itself [unknown-rule]`,
-		`cur/tools/notes.write.yaml:7:59: acknowledge cannot name TOOL_CHANGED: an info finding never fails, so there is nothing to acknowledge [unknown-rule]`,
-		`cur/tools/notes.write.yaml:7:73: acknowledge cannot name TOOL_REMOVED: a removed tool has no spec left to carry it [unknown-rule]`,
-		`cur/tools/notes.write.yaml:7:87: acknowledge names unknown rule "NO_SUCH_THING"; the rules a tool can acknowledge are ` + strings.Join(AcknowledgeableRules(), ", ") + ` [unknown-rule]`,
+		`cur/tools/notes.write.yaml:7:29: acknowledge names unknown rule "RISK_LOWRED"; did you mean RISK_LOWERED? [acknowledge.unknown-rule]`,
+		`cur/tools/notes.write.yaml:7:42: acknowledge cannot name MODE_TOOL_ADDED: its findings are about a protocol, and a tool acknowledges only findings about itself [acknowledge.unknown-rule]`,
+		`cur/tools/notes.write.yaml:7:59: acknowledge cannot name TOOL_CHANGED: an info finding never fails, so there is nothing to acknowledge [acknowledge.unknown-rule]`,
+		`cur/tools/notes.write.yaml:7:73: acknowledge cannot name TOOL_REMOVED: a removed tool has no spec left to carry it [acknowledge.unknown-rule]`,
+		`cur/tools/notes.write.yaml:7:87: acknowledge names unknown rule "NO_SUCH_THING"; the rules a tool can acknowledge are ` + strings.Join(AcknowledgeableRules(), ", ") + ` [acknowledge.unknown-rule]`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
