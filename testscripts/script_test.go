@@ -98,7 +98,6 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":   cmdExitCode,
-			"sleep":      cmdSleep,
 			"waitport":   cmdWaitPort,
 			"waitfile":   cmdWaitFile,
 			"retryuntil": cmdRetryUntil,
@@ -169,19 +168,6 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 	})
-}
-
-// cmdSleep is "sleep DURATION": it waits, for a lease to run out by the database clock
-// before a sweep, never as an assertion about how long something takes.
-func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: sleep DURATION")
-	}
-	d, err := time.ParseDuration(args[0])
-	if err != nil {
-		ts.Fatalf("sleep: %v", err)
-	}
-	time.Sleep(d)
 }
 
 // cmdWaitPort is "waitport PORT": it waits (at most 60 s) until something accepts TCP
