@@ -29,22 +29,6 @@ import (
 // spec's own is the typed declaration of args (a synthetic object type per tool), which
 // makes a misspelt field or a type mismatch an error here, and the diagnostics.
 
-// The language's constants (cellang's), as spec names them.
-const (
-	CELCostBudget          = cellang.CostBudget
-	CELStringsVersion      = cellang.StringsVersion
-	CELMaxExpressionLength = cellang.MaxExpressionLength
-)
-
-// Bounds of the values a policy rule sees besides args (POL-1, cellang's): they let the
-// cost of a rule such as "'admin' in principal.scopes" be estimated here; the runtime
-// enforces them.
-const (
-	PolicyMaxToolNameLength  = cellang.PolicyMaxToolNameLength
-	PolicyMaxPrincipalLength = cellang.PolicyMaxPrincipalLength
-	PolicyMaxScopes          = cellang.PolicyMaxScopes
-)
-
 // celBase is the environment every tool and policy environment extends: creating a
 // CEL environment is expensive, extending one is cheap.
 type celBase struct {
@@ -85,7 +69,7 @@ var baseEnv = sync.OnceValue(func() (b *celBase) {
 //
 //	env, err := spec.NewArgsEnv(tool)
 //	ast, iss := env.Compile(tool.ApprovalWhen.Source)
-//	prg, err := env.Program(ast, cel.CostLimit(spec.CELCostBudget))
+//	prg, err := env.Program(ast, cel.CostLimit(cellang.CostBudget))
 //	out, _, err := prg.Eval(map[string]any{"args": args}) // args: map[string]any from encoding/json
 //
 // JSON numbers become CEL int or double as the field declares; an absent optional
@@ -117,7 +101,7 @@ func newArgsEnv(t *Tool) (*cel.Env, *celProvider, error) {
 // and tenant, strings, and scopes, a list of strings) and args: typed as in
 // [NewArgsEnv] when t is the one builtin tool the rule names, map(string, dyn) when t
 // is nil. Evaluate with principal bound to a map[string]any with keys "id", "tenant"
-// and "scopes" ([]any or []string), within the PolicyMax* bounds.
+// and "scopes" ([]any or []string), within cellang's Policy* bounds.
 func NewPolicyEnv(t *Tool) (*cel.Env, error) {
 	env, _, err := newPolicyEnv(t)
 	return env, err
@@ -331,7 +315,7 @@ func safeEnv(f func() (*cel.Env, error)) (env *cel.Env, err error) {
 }
 
 // checkExpr compiles e in env and reports every error at its position in the YAML file,
-// a result that is not bool, and an estimated cost over CELCostBudget, under the
+// a result that is not bool, and an estimated cost over cellang.CostBudget, under the
 // requirement req (SPEC-5 or POL-2: rules req.cel-error, req.cel-not-bool, ...). Each
 // message starts with label (the expression's key). A misspelt field or variable gets a
 // did-you-mean from names, as an unknown key does.
@@ -373,15 +357,15 @@ func checkExpr(r reporter, req, label string, env *cel.Env, names celNames, e *E
 		r.errorf(newExprMap(e).start(), req+".cel-cost-unknown", "%s: cannot estimate the cost of the expression: %v", label, err)
 		return
 	}
-	if est.Max > CELCostBudget {
+	if est.Max > cellang.CostBudget {
 		sizes.blame(env, ast)
-		r.errorf(newExprMap(e).start(), req+".cel-cost-budget", "%s: estimated cost %d exceeds the budget of %d; %s", label, est.Max, uint64(CELCostBudget), sizes.advice())
+		r.errorf(newExprMap(e).start(), req+".cel-cost-budget", "%s: estimated cost %d exceeds the budget of %d; %s", label, est.Max, uint64(cellang.CostBudget), sizes.advice())
 	}
 }
 
 // celSizes is the checker.CostEstimator of one expression: the sizes of strings and
 // lists come from max_length, max_items and enum of the declared fields, and of the
-// policy's own variables from the PolicyMax* bounds. It records the inputs it could
+// policy's own variables from cellang's Policy* bounds. It records the inputs it could
 // not bound, to name them when the budget is exceeded.
 type celSizes struct {
 	args      []*Field
@@ -409,7 +393,7 @@ func (s *celSizes) blame(env *cel.Env, ast *cel.Ast) {
 				t.assumed[other] = true
 			}
 		}
-		if est, err := env.EstimateCost(ast, t); err == nil && est.Max > CELCostBudget {
+		if est, err := env.EstimateCost(ast, t); err == nil && est.Max > cellang.CostBudget {
 			culprits = append(culprits, name)
 		}
 	}

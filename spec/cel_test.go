@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+
+	"github.com/toolgen/toolgen/internal/cellang"
 )
 
 // celToolHead is the start of every tool spec of these tests: the expression under
@@ -399,7 +401,7 @@ args:
 			t.Errorf("%s: %v", expr, iss.Err())
 			continue
 		}
-		prg, err := env.Program(ast, cel.CostLimit(CELCostBudget))
+		prg, err := env.Program(ast, cel.CostLimit(cellang.CostBudget))
 		if err != nil {
 			t.Errorf("%s: %v", expr, err)
 			continue
@@ -454,7 +456,7 @@ func TestCELPositionsInFile(t *testing.T) {
 		"approval_when: \"r'''\\n\\n''' == args.pathh\"",
 		"approval_when: |\n  '\n  ",
 		"approval_when: \"" + strings.Repeat("(", 300) + "\"",
-		"approval_when: \"" + strings.Repeat("a", CELMaxExpressionLength+1) + "\"",
+		"approval_when: \"" + strings.Repeat("a", cellang.MaxExpressionLength+1) + "\"",
 		"approval_when: \"args.path\\tx\"",
 		"approval_when: \"\\x00\"",
 		"approval_when: \"args.tags.all(a, args.tags.all(b, args.tags.all(c, a + b + c == '')))\"",

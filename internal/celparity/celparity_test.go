@@ -16,6 +16,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 
+	"github.com/toolgen/toolgen/internal/cellang"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/spec"
 )
@@ -122,7 +123,7 @@ func TestToolExpressionsRunTheSame(t *testing.T) {
 		if iss != nil && iss.Err() != nil {
 			t.Fatalf("spec: %s: %v", src, iss.Err())
 		}
-		prg, err := env.Program(ast, cel.CostLimit(spec.CELCostBudget))
+		prg, err := env.Program(ast, cel.CostLimit(cellang.CostBudget))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +185,7 @@ func TestPolicyExpressionsRunTheSame(t *testing.T) {
 		if iss != nil && iss.Err() != nil {
 			t.Fatalf("spec: %s: %v", src, iss.Err())
 		}
-		prg, err := env.Program(ast, cel.CostLimit(spec.CELCostBudget))
+		prg, err := env.Program(ast, cel.CostLimit(cellang.CostBudget))
 		if err != nil {
 			t.Fatal(err)
 		}
