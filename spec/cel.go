@@ -650,124 +650,156 @@ func (m *exprMap) align() {
 		quote = '\''
 	}
 	if len(e.lines) == 0 {
-		// No file text: only a one-line flow scalar can be mapped.
-		if style != yaml.LiteralStyle && style != yaml.FoldedStyle && !strings.Contains(e.Source, "\n") && e.Pos.Line > 0 {
-			q := 0
-			if quote != 0 {
-				q = 1
-			}
-			for i := range m.at {
-				m.at[i] = Pos{e.Pos.Line, e.Pos.Col + q + i}
-			}
-		}
+		m.alignWithoutText(style, quote)
 		return
 	}
 	if e.Pos.Line < 1 || e.Pos.Line > len(e.lines) {
 		return
 	}
-	fileLine := func(l int) []rune {
-		if l < 1 || l > len(e.lines) {
-			return nil
-		}
-		return []rune(strings.TrimSuffix(e.lines[l-1], "\r"))
-	}
-	l, c := e.Pos.Line, max(e.Pos.Col, 1)
-	line := fileLine(l)
-	at := func() rune { // the file's rune under the cursor, -1 at the end of the line
-		if c-1 < len(line) {
-			return line[c-1]
-		}
-		return -1
-	}
-	// skipFile moves the cursor over blanks and line breaks.
-	skipFile := func() {
-		for l <= len(e.lines) {
-			switch at() {
-			case ' ', '\t':
-				c++
-			case -1:
-				l, c = l+1, 1
-				line = fileLine(l)
-			default:
-				return
-			}
-		}
-	}
+	cur := newFileCursor(e.lines, e.Pos.Line, max(e.Pos.Col, 1))
 	src := m.src
 	i := 0
-	block := style == yaml.LiteralStyle || style == yaml.FoldedStyle
-	if block {
+	if style == yaml.LiteralStyle || style == yaml.FoldedStyle {
 		// The position is the | or > indicator; the content starts on the next line,
 		// after the block's indentation.
-		l, c = l+1, 1
-		line = fileLine(l)
+		cur.nextLine()
 		for i < len(src) && isSpaceRune(src[i]) {
 			i++
 		}
-		skipFile()
+		cur.skipBlanksAndBreaks()
 		for j := range i {
-			m.at[j] = Pos{l, c}
+			m.at[j] = cur.pos()
 		}
 	} else {
-		if e.Style&yaml.TaggedStyle != 0 && at() == '!' {
-			for at() != -1 && at() != ' ' && at() != '\t' {
-				c++
+		if e.Style&yaml.TaggedStyle != 0 && cur.at() == '!' {
+			for r := cur.at(); r != -1 && r != ' ' && r != '\t'; r = cur.at() {
+				cur.c++
 			}
-			for at() == ' ' || at() == '\t' {
-				c++
-			}
+			cur.skipBlanks()
 		}
-		if quote != 0 && at() == quote {
-			c++
+		if quote != 0 && cur.at() == quote {
+			cur.c++
 		}
 	}
-	for i < len(src) && l <= len(e.lines) {
-		ch, fc := src[i], at()
+	for i < len(src) && cur.inText() {
+		ch, fc := src[i], cur.at()
 		if quote == '"' && fc == '\\' {
-			if c >= len(line) { // an escaped line break: nothing in the value
-				l, c = l+1, 1
-				line = fileLine(l)
-				for at() == ' ' || at() == '\t' {
-					c++
-				}
+			if cur.c >= len(cur.line) { // an escaped line break: nothing in the value
+				cur.nextLine()
+				cur.skipBlanks()
 				continue
 			}
-			n := 2
-			switch line[c] {
-			case 'x':
-				n = 4
-			case 'u':
-				n = 6
-			case 'U':
-				n = 10
-			}
-			m.at[i] = Pos{l, c}
-			i, c = i+1, c+n
+			m.at[i] = cur.pos()
+			i, cur.c = i+1, cur.c+escapeWidth(cur.line[cur.c])
 			continue
 		}
 		if isSpaceRune(ch) && (fc == -1 || fc == ' ' || fc == '\t') {
 			// Blanks and line breaks: folded, indented or kept, they are whitespace to
 			// CEL, so skip them on both sides.
-			p := Pos{l, c}
+			p := cur.pos()
 			for i < len(src) && isSpaceRune(src[i]) {
 				m.at[i] = p
 				i++
 			}
 			if i < len(src) {
-				skipFile()
+				cur.skipBlanksAndBreaks()
 			}
 			continue
 		}
 		if fc != ch {
 			return // lost: the rest keeps the last position found
 		}
-		m.at[i] = Pos{l, c}
-		i, c = i+1, c+1
+		m.at[i] = cur.pos()
+		i, cur.c = i+1, cur.c+1
 		if quote == '\'' && ch == '\'' {
-			c++ // '' stands for '
+			cur.c++ // '' stands for '
 		}
 	}
-	if i == len(src) && l <= len(e.lines) {
-		m.at[i] = Pos{l, c}
+	if i == len(src) && cur.inText() {
+		m.at[i] = cur.pos()
+	}
+}
+
+// alignWithoutText maps an expression whose file text is not at hand: only a one-line
+// flow scalar can be, column by column from its position (after its opening quote).
+func (m *exprMap) alignWithoutText(style yaml.Style, quote rune) {
+	e := m.e
+	if style == yaml.LiteralStyle || style == yaml.FoldedStyle || strings.Contains(e.Source, "\n") || e.Pos.Line <= 0 {
+		return
+	}
+	q := 0
+	if quote != 0 {
+		q = 1
+	}
+	for i := range m.at {
+		m.at[i] = Pos{e.Pos.Line, e.Pos.Col + q + i}
+	}
+}
+
+// escapeWidth is how many runes of a double-quoted YAML scalar the escape whose
+// letter is r takes, its backslash included: \xXX, \uXXXX, \UXXXXXXXX, else two.
+func escapeWidth(r rune) int {
+	switch r {
+	case 'x':
+		return 4
+	case 'u':
+		return 6
+	case 'U':
+		return 10
+	}
+	return 2
+}
+
+// fileCursor walks the file text of a YAML scalar: line l (1-based), column c (1-based,
+// in runes), line holding line l's runes.
+type fileCursor struct {
+	lines []string
+	l, c  int
+	line  []rune
+}
+
+func newFileCursor(lines []string, l, c int) *fileCursor {
+	f := &fileCursor{lines: lines, l: l, c: c}
+	f.line = f.fileLine(l)
+	return f
+}
+
+func (f *fileCursor) fileLine(l int) []rune {
+	if l < 1 || l > len(f.lines) {
+		return nil
+	}
+	return []rune(strings.TrimSuffix(f.lines[l-1], "\r"))
+}
+
+func (f *fileCursor) pos() Pos     { return Pos{f.l, f.c} }
+func (f *fileCursor) inText() bool { return f.l <= len(f.lines) }
+func (f *fileCursor) nextLine()    { f.l, f.c = f.l+1, 1; f.line = f.fileLine(f.l) }
+
+// at is the rune under the cursor, -1 at the end of the line.
+func (f *fileCursor) at() rune {
+	if f.c-1 < len(f.line) {
+		return f.line[f.c-1]
+	}
+	return -1
+}
+
+// skipBlanks moves the cursor over spaces and tabs on its line.
+func (f *fileCursor) skipBlanks() {
+	for r := f.at(); r == ' ' || r == '\t'; r = f.at() {
+		f.c++
+	}
+}
+
+// skipBlanksAndBreaks moves the cursor over blanks and line breaks.
+func (f *fileCursor) skipBlanksAndBreaks() {
+	for f.inText() {
+		switch f.at() {
+		case ' ', '\t':
+			f.c++
+		case -1:
+			f.nextLine()
+		default:
+			return
+		}
 	}
 }
