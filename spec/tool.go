@@ -293,20 +293,45 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	}
 	f.Type = typ
 	f.Description, _ = m.str("description")
+	l := &fieldLoader{r: r, m: m, f: f, what: what, depth: depth}
+	l.constraints()
+	l.children()
+	l.enum()
+	l.requiredAndDefault()
+	l.bound()
+	l.workspacePath()
+	return f
+}
 
-	only := func(key string, types ...string) bool {
-		if m.has(key) && !slices.Contains(types, typ) {
-			r.errorf(m.keyAt(key), "SPEC-4.keyword-not-allowed", "%s is not allowed on %s of type %s", key, what, typ)
-			return false
-		}
-		return m.has(key)
+// fieldLoader loads the keywords of one field f, of mapping m, named what in
+// diagnostics, depth levels below the arguments.
+type fieldLoader struct {
+	r     reporter
+	m     *mapping
+	f     *Field
+	what  string
+	depth int
+}
+
+// only reports whether key is present, and refuses it (false) on a field whose type is
+// not one of types.
+func (l *fieldLoader) only(key string, types ...string) bool {
+	if l.m.has(key) && !slices.Contains(types, l.f.Type) {
+		l.r.errorf(l.m.keyAt(key), "SPEC-4.keyword-not-allowed", "%s is not allowed on %s of type %s", key, l.what, l.f.Type)
+		return false
 	}
-	if only("min", TypeInteger, TypeNumber) {
+	return l.m.has(key)
+}
+
+// constraints loads min/max, the length and item counts and the pattern.
+func (l *fieldLoader) constraints() {
+	r, m, f, what := l.r, l.m, l.f, l.what
+	if l.only("min", TypeInteger, TypeNumber) {
 		if v, ok := m.number("min"); ok {
 			f.Min = &v
 		}
 	}
-	if only("max", TypeInteger, TypeNumber) {
+	if l.only("max", TypeInteger, TypeNumber) {
 		if v, ok := m.number("max"); ok {
 			f.Max = &v
 		}
@@ -314,17 +339,17 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 	if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
 		r.errorf(m.at("max"), "SPEC-4.max-below-min", "%s has max %v below min %v", what, *f.Max, *f.Min)
 	}
-	f.MinLength = nonNegative(r, m, "min_length", what, only("min_length", TypeString))
-	f.MaxLength = nonNegative(r, m, "max_length", what, only("max_length", TypeString))
+	f.MinLength = nonNegative(r, m, "min_length", what, l.only("min_length", TypeString))
+	f.MaxLength = nonNegative(r, m, "max_length", what, l.only("max_length", TypeString))
 	if f.MinLength != nil && f.MaxLength != nil && *f.MinLength > *f.MaxLength {
 		r.errorf(m.at("max_length"), "SPEC-4.max-length-below-min-length", "%s has max_length %d below min_length %d", what, *f.MaxLength, *f.MinLength)
 	}
-	f.MinItems = nonNegative(r, m, "min_items", what, only("min_items", TypeArray))
-	f.MaxItems = nonNegative(r, m, "max_items", what, only("max_items", TypeArray))
+	f.MinItems = nonNegative(r, m, "min_items", what, l.only("min_items", TypeArray))
+	f.MaxItems = nonNegative(r, m, "max_items", what, l.only("max_items", TypeArray))
 	if f.MinItems != nil && f.MaxItems != nil && *f.MinItems > *f.MaxItems {
 		r.errorf(m.at("max_items"), "SPEC-4.max-items-below-min-items", "%s has max_items %d below min_items %d", what, *f.MaxItems, *f.MinItems)
 	}
-	if only("pattern", TypeString) {
+	if l.only("pattern", TypeString) {
 		if p, ok := m.str("pattern"); ok {
 			if _, err := regexp.Compile(p); err != nil {
 				r.errorf(m.at("pattern"), "SPEC-4.invalid-pattern", "%s has an invalid pattern: %v", what, err)
@@ -333,12 +358,17 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 			}
 		}
 	}
-	switch typ {
+}
+
+// children loads an array's items and an object's properties.
+func (l *fieldLoader) children() {
+	r, m, f, what := l.r, l.m, l.f, l.what
+	switch f.Type {
 	case TypeArray:
 		if !m.has("items") {
 			r.errorf(m.keyAt("type"), "SPEC-4.items-missing", "%s is an array and must declare items", what)
 		} else {
-			f.Items = loadField(r, m.get("items"), what+".items", depth+1)
+			f.Items = loadField(r, m.get("items"), what+".items", l.depth+1)
 			if f.Items != nil {
 				f.Items.Pos = m.at("items")
 			}
@@ -347,38 +377,49 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 		if !m.has("properties") {
 			r.errorf(m.keyAt("type"), "SPEC-4.properties-missing", "%s is an object and must declare properties", what)
 		} else {
-			f.Properties = loadFields(r, m.get("properties"), what, depth+1)
+			f.Properties = loadFields(r, m.get("properties"), what, l.depth+1)
 			if len(m.get("properties").Content) == 0 {
 				r.errorf(m.at("properties"), "SPEC-4.properties-empty", "%s must declare at least one property", what)
 			}
 		}
 	}
-	only("items", TypeArray)
-	only("properties", TypeObject)
+	l.only("items", TypeArray)
+	l.only("properties", TypeObject)
+}
 
-	if only("enum", TypeString, TypeInteger) {
-		en := m.get("enum")
-		if en.Kind != yaml.SequenceNode || len(en.Content) == 0 {
-			r.errorf(posOf(en), "SPEC-4.enum-empty", "enum of %s must be a non-empty list", what)
-		} else {
-			seen := map[any]bool{}
-			var values []any
-			for _, e := range en.Content {
-				v, ok := value(r, f, e, what+" enum value")
-				if !ok {
-					continue
-				}
-				if seen[v] {
-					r.errorf(posOf(e), "SPEC-4.enum-duplicate", "enum of %s lists %v twice", what, v)
-					continue
-				}
-				seen[v] = true
-				values = append(values, v)
-				f.EnumPos = append(f.EnumPos, posOf(e))
-			}
-			f.Enum = values
-		}
+// enum loads the enum values, each checked against the field's constraints.
+func (l *fieldLoader) enum() {
+	r, m, f, what := l.r, l.m, l.f, l.what
+	if !l.only("enum", TypeString, TypeInteger) {
+		return
 	}
+	en := m.get("enum")
+	if en.Kind != yaml.SequenceNode || len(en.Content) == 0 {
+		r.errorf(posOf(en), "SPEC-4.enum-empty", "enum of %s must be a non-empty list", what)
+		return
+	}
+	seen := map[any]bool{}
+	var values []any
+	for _, e := range en.Content {
+		v, ok := value(r, f, e, what+" enum value")
+		if !ok {
+			continue
+		}
+		if seen[v] {
+			r.errorf(posOf(e), "SPEC-4.enum-duplicate", "enum of %s lists %v twice", what, v)
+			continue
+		}
+		seen[v] = true
+		values = append(values, v)
+		f.EnumPos = append(f.EnumPos, posOf(e))
+	}
+	f.Enum = values
+}
+
+// requiredAndDefault loads required and default: a field is required unless it has a
+// default or says otherwise.
+func (l *fieldLoader) requiredAndDefault() {
+	r, m, f, what := l.r, l.m, l.f, l.what
 	f.Required = true
 	if m.has("default") {
 		if v, ok := value(r, f, m.get("default"), what+" default"); ok {
@@ -392,33 +433,47 @@ func loadField(r reporter, n *yaml.Node, what string, depth int) *Field {
 		}
 		f.Required = req
 	}
-	if src, ok := m.str("bound"); ok {
-		switch {
-		case depth > 0:
-			r.errorf(m.at("bound"), "SPEC-4.bound-nested", "%s: only a top-level argument can be bound", what)
-		case !boundSource.MatchString(src):
-			r.errorf(m.at("bound"), "SPEC-4.bound-source", "%s: bound source %q must be principal.id, principal.tenant, principal.claims.NAME, session.id or run.id", what, src)
-		case typ != TypeString:
-			r.errorf(m.at("type"), "SPEC-4.bound-type", "%s is bound to %s, a string: its type must be string, not %s", what, src, typ)
-		case m.has("default") || m.has("required"):
-			r.errorf(m.at("bound"), "SPEC-4.bound-default-or-required", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
-		default:
-			f.Bound, f.Required = src, true
-		}
+}
+
+// bound loads bound: a top-level string the platform fills from the principal, the
+// session or the run.
+func (l *fieldLoader) bound() {
+	r, m, f, what := l.r, l.m, l.f, l.what
+	src, ok := m.str("bound")
+	if !ok {
+		return
 	}
-	if wp, ok := m.boolean("workspace_path"); ok && wp {
-		switch {
-		case depth > 0:
-			r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-nested", "%s: only a top-level argument can be a workspace path", what)
-		case typ != TypeString:
-			r.errorf(m.at("type"), "SPEC-4.workspace-path-type", "%s is a workspace path, a string: its type must be string, not %s", what, typ)
-		case f.Bound != "":
-			r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-bound", "%s is bound to %s: the platform fills it, so it cannot also be a workspace path the pipeline resolves", what, f.Bound)
-		default:
-			f.WorkspacePath = true
-		}
+	switch {
+	case l.depth > 0:
+		r.errorf(m.at("bound"), "SPEC-4.bound-nested", "%s: only a top-level argument can be bound", what)
+	case !boundSource.MatchString(src):
+		r.errorf(m.at("bound"), "SPEC-4.bound-source", "%s: bound source %q must be principal.id, principal.tenant, principal.claims.NAME, session.id or run.id", what, src)
+	case f.Type != TypeString:
+		r.errorf(m.at("type"), "SPEC-4.bound-type", "%s is bound to %s, a string: its type must be string, not %s", what, src, f.Type)
+	case m.has("default") || m.has("required"):
+		r.errorf(m.at("bound"), "SPEC-4.bound-default-or-required", "%s is bound: the platform always fills it, so it takes neither default nor required", what)
+	default:
+		f.Bound, f.Required = src, true
 	}
-	return f
+}
+
+// workspacePath loads workspace_path: a top-level string the pipeline resolves in the
+// workspace before anything reads it.
+func (l *fieldLoader) workspacePath() {
+	r, m, f, what := l.r, l.m, l.f, l.what
+	if wp, ok := m.boolean("workspace_path"); !ok || !wp {
+		return
+	}
+	switch {
+	case l.depth > 0:
+		r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-nested", "%s: only a top-level argument can be a workspace path", what)
+	case f.Type != TypeString:
+		r.errorf(m.at("type"), "SPEC-4.workspace-path-type", "%s is a workspace path, a string: its type must be string, not %s", what, f.Type)
+	case f.Bound != "":
+		r.errorf(m.at("workspace_path"), "SPEC-4.workspace-path-bound", "%s is bound to %s: the platform fills it, so it cannot also be a workspace path the pipeline resolves", what, f.Bound)
+	default:
+		f.WorkspacePath = true
+	}
 }
 
 func nonNegative(r reporter, m *mapping, key, what string, present bool) *int64 {
@@ -439,104 +494,129 @@ func nonNegative(r reporter, m *mapping, key, what string, present bool) *int64 
 // value decodes n as a value of field f's type and checks it against f's constraints
 // (used for defaults and enum values).
 func value(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
-	bad := func() (any, bool) {
-		r.errorf(posOf(n), "SPEC-4.value-type", "%s must be of type %s, found %s", what, f.Type, kindName(n))
-		return nil, false
-	}
+	var v any
+	ok := false
 	switch f.Type {
 	case TypeString:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			return bad()
-		}
-		s := n.Value
-		if f.MaxLength != nil && int64(len([]rune(s))) > *f.MaxLength {
-			r.errorf(posOf(n), "SPEC-4.value-too-long", "%s is longer than max_length %d", what, *f.MaxLength)
-			return nil, false
-		}
-		if f.MinLength != nil && int64(len([]rune(s))) < *f.MinLength {
-			r.errorf(posOf(n), "SPEC-4.value-too-short", "%s is shorter than min_length %d", what, *f.MinLength)
-			return nil, false
-		}
-		if f.Pattern != "" && !regexp.MustCompile(f.Pattern).MatchString(s) {
-			r.errorf(posOf(n), "SPEC-4.value-pattern", "%s does not match pattern %q", what, f.Pattern)
-			return nil, false
-		}
-		if f.Enum != nil && !slices.Contains(f.Enum, any(s)) {
-			r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %q is not one of the enum values", what, s)
-			return nil, false
-		}
-		return s, true
+		v, ok = stringValue(r, f, n, what)
 	case TypeInteger:
-		var i int64
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
-			return bad()
-		}
-		if !inRange(r, f, float64(i), n, what) {
-			return nil, false
-		}
-		if f.Enum != nil && !slices.Contains(f.Enum, any(i)) {
-			r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %d is not one of the enum values", what, i)
-			return nil, false
-		}
-		return i, true
+		v, ok = integerValue(r, f, n, what)
 	case TypeNumber:
-		var x float64
-		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&x) != nil {
-			return bad()
-		}
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			r.errorf(posOf(n), "SPEC-4.non-finite", "%s must be a finite number, found %s (JSON has no infinities or NaN)", what, n.Value)
-			return nil, false
-		}
-		if !inRange(r, f, x, n, what) {
-			return nil, false
-		}
-		return x, true
+		v, ok = numberValue(r, f, n, what)
 	case TypeBoolean:
 		var b bool
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-			return bad()
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && n.Decode(&b) == nil {
+			return b, true
 		}
-		return b, true
+		return badValue(r, f, n, what)
 	case TypeArray:
-		if n.Kind != yaml.SequenceNode || f.Items == nil {
-			return bad()
-		}
-		out := []any{}
-		for _, e := range n.Content {
-			v, ok := value(r, f.Items, e, what+" item")
-			if !ok {
-				return nil, false
-			}
-			out = append(out, v)
-		}
-		if f.MaxItems != nil && int64(len(out)) > *f.MaxItems || f.MinItems != nil && int64(len(out)) < *f.MinItems {
-			r.errorf(posOf(n), "SPEC-4.value-items-count", "%s has %d items, outside min_items/max_items", what, len(out))
-			return nil, false
-		}
-		return out, true
+		v, ok = arrayValue(r, f, n, what)
 	case TypeObject:
-		m := r.asMapping(n, what, fieldNames(f.Properties)...)
-		if m == nil {
+		v, ok = objectValue(r, f, n, what)
+	default:
+		return badValue(r, f, n, what)
+	}
+	if !ok {
+		return nil, false
+	}
+	return v, true
+}
+
+// badValue reports n as not of f's type.
+func badValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	r.errorf(posOf(n), "SPEC-4.value-type", "%s must be of type %s, found %s", what, f.Type, kindName(n))
+	return nil, false
+}
+
+func stringValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return badValue(r, f, n, what)
+	}
+	s := n.Value
+	switch {
+	case f.MaxLength != nil && int64(len([]rune(s))) > *f.MaxLength:
+		r.errorf(posOf(n), "SPEC-4.value-too-long", "%s is longer than max_length %d", what, *f.MaxLength)
+	case f.MinLength != nil && int64(len([]rune(s))) < *f.MinLength:
+		r.errorf(posOf(n), "SPEC-4.value-too-short", "%s is shorter than min_length %d", what, *f.MinLength)
+	case f.Pattern != "" && !regexp.MustCompile(f.Pattern).MatchString(s):
+		r.errorf(posOf(n), "SPEC-4.value-pattern", "%s does not match pattern %q", what, f.Pattern)
+	case f.Enum != nil && !slices.Contains(f.Enum, any(s)):
+		r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %q is not one of the enum values", what, s)
+	default:
+		return s, true
+	}
+	return nil, false
+}
+
+func integerValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	var i int64
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+		return badValue(r, f, n, what)
+	}
+	if !inRange(r, f, float64(i), n, what) {
+		return nil, false
+	}
+	if f.Enum != nil && !slices.Contains(f.Enum, any(i)) {
+		r.errorf(posOf(n), "SPEC-4.value-not-in-enum", "%s %d is not one of the enum values", what, i)
+		return nil, false
+	}
+	return i, true
+}
+
+func numberValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	var x float64
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&x) != nil {
+		return badValue(r, f, n, what)
+	}
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		r.errorf(posOf(n), "SPEC-4.non-finite", "%s must be a finite number, found %s (JSON has no infinities or NaN)", what, n.Value)
+		return nil, false
+	}
+	if !inRange(r, f, x, n, what) {
+		return nil, false
+	}
+	return x, true
+}
+
+func arrayValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	if n.Kind != yaml.SequenceNode || f.Items == nil {
+		return badValue(r, f, n, what)
+	}
+	out := []any{}
+	for _, e := range n.Content {
+		v, ok := value(r, f.Items, e, what+" item")
+		if !ok {
 			return nil, false
 		}
-		out := map[string]any{}
-		ok := true
-		for _, p := range f.Properties {
-			if !m.has(p.Name) {
-				if p.Required {
-					r.errorf(posOf(n), "SPEC-4.value-missing-property", "%s is missing required property %q", what, p.Name)
-					ok = false
-				}
-				continue
-			}
-			v, vok := value(r, p, m.get(p.Name), what+"."+p.Name)
-			ok = ok && vok
-			out[p.Name] = v
-		}
-		return out, ok
+		out = append(out, v)
 	}
-	return bad()
+	if f.MaxItems != nil && int64(len(out)) > *f.MaxItems || f.MinItems != nil && int64(len(out)) < *f.MinItems {
+		r.errorf(posOf(n), "SPEC-4.value-items-count", "%s has %d items, outside min_items/max_items", what, len(out))
+		return nil, false
+	}
+	return out, true
+}
+
+func objectValue(r reporter, f *Field, n *yaml.Node, what string) (any, bool) {
+	m := r.asMapping(n, what, fieldNames(f.Properties)...)
+	if m == nil {
+		return nil, false
+	}
+	out := map[string]any{}
+	ok := true
+	for _, p := range f.Properties {
+		if !m.has(p.Name) {
+			if p.Required {
+				r.errorf(posOf(n), "SPEC-4.value-missing-property", "%s is missing required property %q", what, p.Name)
+				ok = false
+			}
+			continue
+		}
+		v, vok := value(r, p, m.get(p.Name), what+"."+p.Name)
+		ok = ok && vok
+		out[p.Name] = v
+	}
+	return out, ok
 }
 
 func fieldNames(fs []*Field) []string {
