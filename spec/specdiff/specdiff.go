@@ -175,28 +175,38 @@ func (d *differ) tools() {
 	}
 }
 
+// classFields are what tools, servers and devices are classified by: the fields
+// classification compares.
+type classFields struct {
+	sideEffect, idempotency, risk string
+	scopes                        []spec.Ref
+}
+
+func toolClass(t *spec.Tool) classFields {
+	return classFields{t.SideEffect, t.Idempotency, t.Risk, t.RequiredScopes}
+}
+
 // classification compares the fields tools and servers share. cl and pl locate one of
 // them (idempotency, side_effect, risk, required_scopes) in the current and previous
 // tree, scopeLoc a removed scope in the previous one.
-func (d *differ) classification(kind, subject string, cl, pl func(key string) *Location,
-	pSide, cSide, pIdem, cIdem, pRisk, cRisk string, pScopes, cScopes []spec.Ref, scopeLoc func(spec.Ref) *Location) {
-	if lowered(idempotencyRank, pIdem, cIdem) {
+func (d *differ) classification(kind, subject string, cl, pl func(key string) *Location, p, c classFields, scopeLoc func(spec.Ref) *Location) {
+	if lowered(idempotencyRank, p.idempotency, c.idempotency) {
 		d.add("IDEMPOTENCY_LOOSENED", kind, subject, cl("idempotency"), pl("idempotency"),
-			"idempotency loosened from %s to %s: retries after an unknown outcome now run the effect again without asking", pIdem, cIdem)
+			"idempotency loosened from %s to %s: retries after an unknown outcome now run the effect again without asking", p.idempotency, c.idempotency)
 	}
-	if lowered(sideEffectRank, pSide, cSide) {
+	if lowered(sideEffectRank, p.sideEffect, c.sideEffect) {
 		d.add("SIDE_EFFECT_LOWERED", kind, subject, cl("side_effect"), pl("side_effect"),
-			"side_effect lowered from %s to %s", pSide, cSide)
+			"side_effect lowered from %s to %s", p.sideEffect, c.sideEffect)
 	}
-	if lowered(riskRank, pRisk, cRisk) {
+	if lowered(riskRank, p.risk, c.risk) {
 		d.add("RISK_LOWERED", kind, subject, cl("risk"), pl("risk"),
-			"risk lowered from %s to %s: fewer calls need approval", pRisk, cRisk)
+			"risk lowered from %s to %s: fewer calls need approval", p.risk, c.risk)
 	}
 	have := map[string]bool{}
-	for _, s := range cScopes {
+	for _, s := range c.scopes {
 		have[s.Name] = true
 	}
-	for _, s := range pScopes {
+	for _, s := range p.scopes {
 		if !have[s.Name] {
 			d.add("SCOPE_REMOVED", kind, subject, cl("required_scopes"), scopeLoc(s),
 				"required scope %s removed: principals without it may now call", s.Name)
@@ -208,8 +218,7 @@ func (d *differ) tool(p, c *spec.Tool) {
 	name := c.Name
 	cl := func(key string) *Location { return loc(d.cur, c.File, at(c, key, "name")) }
 	pl := func(key string) *Location { return loc(d.prev, p.File, at(p, key, "name")) }
-	d.classification("tool", name, cl, pl, p.SideEffect, c.SideEffect, p.Idempotency, c.Idempotency, p.Risk, c.Risk,
-		p.RequiredScopes, c.RequiredScopes, func(r spec.Ref) *Location { return loc(d.prev, p.File, r.Pos) })
+	d.classification("tool", name, cl, pl, toolClass(p), toolClass(c), func(r spec.Ref) *Location { return loc(d.prev, p.File, r.Pos) })
 	if pw, cw := exprText(p.IdempotentWhen), exprText(c.IdempotentWhen); pw != "" && cw != "" && pw != cw {
 		d.add("IDEMPOTENT_WHEN_CHANGED", "tool", name, cl("idempotent_when"), pl("idempotent_when"),
 			"idempotent_when changed from %q to %q: review when a retry is safe", pw, cw)
@@ -238,8 +247,13 @@ func (d *differ) tool(p, c *spec.Tool) {
 
 	// Compatibility of the argument schema.
 	d.fields(name, p, c, "args", p.Args, c.Args, cl("args"), pl("args"))
+	d.toolVersion(p, c, cl, pl)
+	d.toolChanged(p, c, cl, pl)
+}
 
-	// VERSION_NOT_BUMPED: behaviour-affecting fields.
+// toolVersion is VERSION_NOT_BUMPED: a behaviour-affecting field changed and the
+// version did not grow.
+func (d *differ) toolVersion(p, c *spec.Tool, cl, pl func(key string) *Location) {
 	var changed []string
 	if fieldsSig(p.Args, false) != fieldsSig(c.Args, false) {
 		changed = append(changed, "args")
@@ -263,12 +277,17 @@ func (d *differ) tool(p, c *spec.Tool) {
 		}
 	}
 	if len(changed) > 0 && c.Version <= p.Version {
-		d.add("VERSION_NOT_BUMPED", "tool", name, cl("version"), pl("version"),
+		d.add("VERSION_NOT_BUMPED", "tool", c.Name, cl("version"), pl("version"),
 			"%s changed but version stayed %d (was %d): the idempotency key includes the version, so bump it",
 			strings.Join(changed, ", "), c.Version, p.Version)
 	}
+}
 
-	// TOOL_CHANGED: the rest of the catalog entry.
+// toolChanged is TOOL_CHANGED: the rest of the catalog entry, what no other rule
+// reported.
+func (d *differ) toolChanged(p, c *spec.Tool, cl, pl func(key string) *Location) {
+	name := c.Name
+	pa, ca := exprText(p.ApprovalWhen), exprText(c.ApprovalWhen)
 	type change struct{ label, key string }
 	var other []change
 	for _, o := range []struct {
@@ -562,7 +581,7 @@ func (d *differ) classified(kind, id string, p, c *spec.Server, ccl, pcl func(ke
 	if newlyDefaulted["required_scopes"] {
 		cScopes = p.RequiredScopes
 	}
-	d.classification(kind, id, ccl, pcl, ps, cs, pi, ci, pr, cr, p.RequiredScopes, cScopes,
+	d.classification(kind, id, ccl, pcl, classFields{ps, pi, pr, p.RequiredScopes}, classFields{cs, ci, cr, cScopes},
 		func(r spec.Ref) *Location {
 			if r.Pos.Line == 0 { // the unclassified scope of a defaulted required_scopes
 				return pcl("required_scopes")
