@@ -72,7 +72,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	}
 	defer admin.Close(ctx)
 	reads := capture(b, Classes[0])
-	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, reads[2].Insert.Outcome); err != nil {
+	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, reads[2].Insert.Settlement().Outcome); err != nil {
 		b.Fatalf("preload: %v", err)
 	}
 	dir := b.TempDir()

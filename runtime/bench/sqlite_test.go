@@ -72,7 +72,7 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 
 	reads := capture(b, Classes[0])
 	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
-		preloadRows, string(reads[2].Insert.Outcome)); err != nil {
+		preloadRows, string(reads[2].Insert.Settlement().Outcome)); err != nil {
 		b.Fatalf("preload: %v", err)
 	}
 	p, err := NewPipeline(st)

@@ -140,46 +140,6 @@ func (inv *Invocation) Fence() Fence {
 	return Fence{ID: inv.ID, Owner: inv.LeaseOwner, Attempt: inv.Attempt}
 }
 
-// InsertParams records a new invocation. Status is PENDING (an approval hold follows),
-// RUNNING (the PENDING record and the claim fused into one insert: Owner and Lease are
-// required, attempt is 1) or a terminal status (a denial, or an idempotent none/read
-// call recorded once, after it ran). Attempt counts claims: it is 1 for RUNNING and 0
-// otherwise. Owner and Lease are ignored unless Status is RUNNING.
-type InsertParams struct {
-	Key, Tenant, Principal, SessionID, RunID string
-	Step                                     int
-	CallID, Tool                             string
-	ToolVersion                              int
-	ToolSHA256                               string // the definition hash (Invocation.ToolSHA256)
-	Idempotency                              string
-	IdempotentWhen                           *bool
-	Args                                     json.RawMessage
-	ArgsHash                                 string
-	OriginTrust, ArgumentTrust, Mode         string
-	Decision                                 string
-	Status                                   Status
-	ReasonCode                               string
-	Outcome                                  json.RawMessage
-	Workspace                                string        // Invocation.Workspace
-	Owner                                    string        // RUNNING only
-	Lease                                    time.Duration // RUNNING only
-	// Relaxed marks the terminal row of a record-once call (an idempotent none/read
-	// call, RT-3): losing it to a power failure — never to a process crash — only means
-	// the read runs again when the caller retries, exactly as if it had crashed before
-	// step 13. A driver may then commit without waiting for the disk (SQLite: this one
-	// commit with synchronous=NORMAL; the next FULL commit makes it durable too).
-	// Drivers that cannot relax one commit ignore it (PostgreSQL).
-	Relaxed bool
-}
-
-// Settlement is the terminal write of an attempt (step 13).
-type Settlement struct {
-	Status           Status // a terminal status
-	ReasonCode       string
-	Outcome          json.RawMessage
-	WatermarkMissing bool
-}
-
 // Sweep defaults, used for zero fields of SweepParams.
 const (
 	DefaultSweepLimit  = 100
@@ -501,11 +461,12 @@ type EventFilter struct {
 // All times that decide leases come from the store's clock (the database clock; see
 // package doc), never the caller's.
 type Invocations interface {
-	// InvocationInsert records a new invocation (step 7, fused with step 10 when the
-	// status is RUNNING: lease_expires_at = db-now + Lease, attempt 1). If the key
-	// already exists nothing is written and the existing row is returned with inserted
-	// false (step 8 then decides). ErrInvalid for an unknown status, or RUNNING without
-	// Owner or a positive Lease.
+	// InvocationInsert records a new invocation (step 7, fused with step 10 for
+	// InsertRunning: lease_expires_at = db-now + lease, attempt 1). If the key already
+	// exists nothing is written and the existing row is returned with inserted false
+	// (step 8 then decides). ErrInvalid for parameters p.Validate refuses (not built by
+	// a constructor, RUNNING without an owner or a positive lease, a settled insert to a
+	// non-terminal status).
 	InvocationInsert(ctx context.Context, p InsertParams) (inv *Invocation, inserted bool, err error)
 	// InvocationGet and InvocationGetByKey read one row; ErrNotFound if there is none.
 	InvocationGet(ctx context.Context, id int64) (*Invocation, error)

@@ -165,14 +165,14 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		return nil, false, err
 	}
 	var owner, leaseUS any // NULL unless RUNNING
-	attempt := 0
-	if p.Status == store.StatusRunning {
-		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+		owner, leaseUS = o, lease.Microseconds()
 	}
+	settled := p.Settlement()
 	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
 		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
-		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status), p.ReasonCode, nullJSON(p.Outcome),
-		owner, leaseUS, attempt, p.Workspace)
+		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status()), settled.ReasonCode, nullJSON(settled.Outcome),
+		owner, leaseUS, p.Attempt(), p.Workspace)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err == nil, err
 	}

@@ -241,10 +241,11 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	var owner, leaseUS, attempt any = nil, nil, 0
-	if p.Status == store.StatusRunning {
-		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+	var owner, leaseUS any // NULL unless RUNNING
+	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+		owner, leaseUS = o, lease.Microseconds()
 	}
+	settled := p.Settlement()
 	args := []any{
 		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
 		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
@@ -253,14 +254,14 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
 		sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
 		sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
-		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
-		sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
-		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt),
+		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status())),
+		sql.Named("reason_code", settled.ReasonCode), sql.Named("outcome", nullJSON(settled.Outcome)),
+		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", p.Attempt()),
 		sql.Named("workspace", p.Workspace),
 	}
 	var inv *store.Invocation
 	var err error
-	if p.Relaxed && p.Status.Terminal() {
+	if p.Relaxed() {
 		inv, err = s.insertRelaxed(ctx, args)
 	} else {
 		inv, err = scanInvocation(s.w.insert.QueryRowContext(ctx, args...))
@@ -282,7 +283,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	return inv, false, nil
 }
 
-// insertRelaxed runs the insert of a record-once row (store.InsertParams.Relaxed)
+// insertRelaxed runs the insert of a record-once row (store.InsertRecordOnce)
 // committed with synchronous=NORMAL: in WAL mode the commit reaches the OS but is not
 // fsynced, and the next FULL commit (every other write) fsyncs the WAL and so makes it
 // durable too. It holds the one writer connection from the PRAGMA to the PRAGMA back,

@@ -76,7 +76,7 @@ func TestOpen_ReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, _, err := s.InvocationInsert(t.Context(), store.InsertParams{Key: "k", Status: store.StatusPending})
+	inv, _, err := s.InvocationInsert(t.Context(), store.InsertPending(store.Call{Key: "k"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestMigrations_DownThenUp(t *testing.T) {
 	if err := migrateUp(ctx, s.write); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k", Status: store.StatusPending}); err != nil {
+	if _, _, err := s.InvocationInsert(ctx, store.InsertPending(store.Call{Key: "k"})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -228,7 +228,7 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 		t.Fatalf("the refusal's key: %q, %v", moved, err)
 	}
 	// The resolution CHECK is gone: a reviewed row moves on.
-	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k-u", Tenant: "acme", Status: store.StatusUncertain})
+	inv, _, err := s.InvocationInsert(ctx, store.InsertSettled(store.Call{Key: "k-u", Tenant: "acme"}, store.Settlement{Status: store.StatusUncertain}))
 	if err != nil {
 		t.Fatal(err)
 	}

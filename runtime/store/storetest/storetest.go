@@ -186,9 +186,43 @@ func randomHex(n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// params returns valid PENDING insert parameters with a fresh key.
-func params(mods ...func(*store.InsertParams)) store.InsertParams {
-	p := store.InsertParams{
+// row is what the suite's inserts are built from: a Call and the row's first status,
+// with what that status carries. Its mods (func(*row)) say what they change; params
+// turns it into the one constructor that records that status, so the suite writes
+// through the same constructors as the pipeline.
+type row struct {
+	store.Call
+	Status     store.Status
+	ReasonCode string
+	Outcome    json.RawMessage
+	Owner      string        // RUNNING
+	Lease      time.Duration // RUNNING
+	Relaxed    bool          // terminal: InsertRecordOnce
+}
+
+// params returns the insert r describes: InsertHeld or InsertPending for PENDING,
+// InsertRunning for RUNNING, InsertRecordOnce or InsertSettled for any other status
+// (which InsertSettled refuses unless it is terminal).
+func (r row) params() store.InsertParams {
+	switch r.Status {
+	case store.StatusPending:
+		if r.Decision == store.DecisionNeedsApproval {
+			return store.InsertHeld(r.Call)
+		}
+		return store.InsertPending(r.Call)
+	case store.StatusRunning:
+		return store.InsertRunning(r.Call, r.Owner, r.Lease)
+	}
+	s := store.Settlement{Status: r.Status, ReasonCode: r.ReasonCode, Outcome: r.Outcome}
+	if r.Relaxed {
+		return store.InsertRecordOnce(r.Call, s)
+	}
+	return store.InsertSettled(r.Call, s)
+}
+
+// params returns valid PENDING insert parameters with a fresh key, changed by mods.
+func params(mods ...func(*row)) store.InsertParams {
+	r := row{Call: store.Call{
 		Key:           randomHex(16),
 		Tenant:        "tenant-a",
 		Principal:     "alice",
@@ -205,26 +239,25 @@ func params(mods ...func(*store.InsertParams)) store.InsertParams {
 		ArgumentTrust: "user",
 		Mode:          "default",
 		Decision:      store.DecisionAllow,
-		Status:        store.StatusPending,
-	}
+	}, Status: store.StatusPending}
 	for _, m := range mods {
-		m(&p)
+		m(&r)
 	}
-	return p
+	return r.params()
 }
 
-// running makes p a fused RUNNING insert for owner with lease.
-func running(owner string, lease time.Duration) func(*store.InsertParams) {
-	return func(p *store.InsertParams) {
+// running makes the row a fused RUNNING insert for owner with lease.
+func running(owner string, lease time.Duration) func(*row) {
+	return func(p *row) {
 		p.Status, p.Owner, p.Lease = store.StatusRunning, owner, lease
 	}
 }
 
-func idempotency(class string, when *bool) func(*store.InsertParams) {
-	return func(p *store.InsertParams) { p.Idempotency, p.IdempotentWhen = class, when }
+func idempotency(class string, when *bool) func(*row) {
+	return func(p *row) { p.Idempotency, p.IdempotentWhen = class, when }
 }
 
-func (e *env) insert(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+func (e *env) insert(t *testing.T, mods ...func(*row)) *store.Invocation {
 	t.Helper()
 	inv, inserted, err := e.s.InvocationInsert(e.ctx, params(mods...))
 	if err != nil {
@@ -246,7 +279,7 @@ func (e *env) get(t *testing.T, id int64) *store.Invocation {
 }
 
 // runningWithWatermark inserts a RUNNING row with a long lease and marks its watermark.
-func (e *env) runningWithWatermark(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+func (e *env) runningWithWatermark(t *testing.T, mods ...func(*row)) *store.Invocation {
 	t.Helper()
 	inv := e.insert(t, append(mods, running("w-"+randomHex(4), longLease))...)
 	if err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-"+randomHex(4)); err != nil {
@@ -356,12 +389,10 @@ func settled(status store.Status, outcome string) store.Settlement {
 // ---- insert and read
 
 func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
-	p := params(func(p *store.InsertParams) {
+	p := params(func(p *row) {
 		p.Idempotency, p.IdempotentWhen = store.IdempotencyConditionallyIdempotent, ptr(true)
 		p.Step, p.ToolVersion, p.Decision, p.ReasonCode = 7, 3, store.DecisionNeedsApproval, "approval_required"
 		p.ToolSHA256 = "sha-demo.write-v3"
-		p.Outcome = json.RawMessage(`{"held":true}`)
-		p.Owner, p.Lease = "ignored", time.Minute // ignored unless RUNNING
 	})
 	inv, inserted, err := e.s.InvocationInsert(e.ctx, p)
 	noErr(t, "InvocationInsert", err)
@@ -374,8 +405,8 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 			got.ToolVersion != p.ToolVersion || got.ToolSHA256 != p.ToolSHA256 || got.Idempotency != p.Idempotency || got.IdempotentWhen == nil ||
 			!*got.IdempotentWhen || !sameJSON(got.Args, p.Args) || got.ArgsHash != p.ArgsHash ||
 			got.OriginTrust != p.OriginTrust || got.ArgumentTrust != p.ArgumentTrust || got.Mode != p.Mode ||
-			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != p.ReasonCode ||
-			!sameJSON(got.Outcome, p.Outcome) {
+			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != "" ||
+			len(got.Outcome) != 0 {
 			t.Fatalf("row does not carry the inserted fields:\n got %+v\nwant %+v", got, p)
 		}
 		if got.Attempt != 0 || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.EffectSentAt != nil ||
@@ -393,7 +424,7 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 		t.Fatalf("InvocationGetByKey id = %d, want %d", byKey.ID, inv.ID)
 	}
 	// no idempotent_when and no args round-trip as nil
-	bare := e.insert(t, func(p *store.InsertParams) { p.Args, p.IdempotentWhen = nil, nil })
+	bare := e.insert(t, func(p *row) { p.Args, p.IdempotentWhen = nil, nil })
 	if got := e.get(t, bare.ID); got.IdempotentWhen != nil || got.Args != nil {
 		t.Fatalf("IdempotentWhen %v, Args %q; want nil", got.IdempotentWhen, got.Args)
 	}
@@ -415,7 +446,7 @@ func testInsertRunningLeaseByDatabaseClock(t *testing.T, e *env) {
 
 func testInsertTerminalRecordsOutcomeOnce(t *testing.T, e *env) {
 	for _, st := range []store.Status{store.StatusSucceeded, store.StatusDenied, store.StatusFailed, store.StatusUnavailable, store.StatusUncertain} {
-		inv := e.insert(t, func(p *store.InsertParams) {
+		inv := e.insert(t, func(p *row) {
 			p.Status, p.ReasonCode, p.Outcome = st, "some_reason", json.RawMessage(`{"ok":false}`)
 			p.Owner, p.Lease = "ignored", time.Minute
 		})
@@ -428,7 +459,7 @@ func testInsertTerminalRecordsOutcomeOnce(t *testing.T, e *env) {
 
 func testInsertDuplicateKeyReturnsExisting(t *testing.T, e *env) {
 	first := e.insert(t)
-	again := params(running("worker-2", time.Minute), func(p *store.InsertParams) {
+	again := params(running("worker-2", time.Minute), func(p *row) {
 		p.Key, p.Tool, p.Args = first.Key, "other.tool", json.RawMessage(`{"x":2}`)
 	})
 	got, inserted, err := e.s.InvocationInsert(e.ctx, again)
@@ -482,13 +513,16 @@ func testInsertConcurrentSameKeyExactlyOneInserted(t *testing.T, e *env) {
 
 func testInsertInvalid(t *testing.T, e *env) {
 	cases := map[string]store.InsertParams{
-		"no key":              params(func(p *store.InsertParams) { p.Key = "" }),
+		"no key":              params(func(p *row) { p.Key = "" }),
 		"running no owner":    params(running("", time.Minute)),
 		"running no lease":    params(running("w", 0)),
 		"running neg lease":   params(running("w", -time.Second)),
-		"unknown status":      params(func(p *store.InsertParams) { p.Status = "SLEEPING" }),
-		"empty status":        params(func(p *store.InsertParams) { p.Status = "" }),
-		"suspension (status)": params(func(p *store.InsertParams) { p.Status = "SUSPENDED" }),
+		"unknown status":      params(func(p *row) { p.Status = "SLEEPING" }),
+		"empty status":        params(func(p *row) { p.Status = "" }),
+		"suspension (status)": params(func(p *row) { p.Status = "SUSPENDED" }),
+		"no constructor":      {Call: params().Call},
+		"settled, missing watermark": store.InsertSettled(params().Call,
+			store.SettleFailed("x", json.RawMessage(`{}`)).WithWatermarkMissing(true)),
 	}
 	for name, p := range cases {
 		_, _, err := e.s.InvocationInsert(e.ctx, p)
@@ -529,7 +563,7 @@ func testClaimNotPendingConflict(t *testing.T, e *env) {
 	run := e.insert(t, running("w", longLease))
 	_, err := e.s.InvocationClaimIfPending(e.ctx, run.ID, "w2", time.Minute)
 	wantErr(t, "claim RUNNING", err, store.ErrConflict)
-	done := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	done := e.insert(t, func(p *row) { p.Status = store.StatusSucceeded })
 	_, err = e.s.InvocationClaimIfPending(e.ctx, done.ID, "w2", time.Minute)
 	wantErr(t, "claim SUCCEEDED", err, store.ErrConflict)
 	if got := e.get(t, run.ID); got.LeaseOwner != "w" || got.Attempt != 1 {
@@ -745,7 +779,7 @@ func testSettleNonTerminal(t *testing.T, e *env) {
 // ---- the sweep
 
 func testSweepNoWatermarkRetry(t *testing.T, e *env) {
-	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.ReasonCode = "" })
+	inv := e.insert(t, running("w1", longLease), func(p *row) { p.ReasonCode = "" })
 	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 3, Claimable: allTools})
 	got := sw.Invocation
 	if sw.Decision != store.SweepRetry || got.Status != store.StatusPending || got.Key != inv.Key ||
@@ -886,7 +920,7 @@ func testSweepPendingAndTerminalRowsIgnored(t *testing.T, e *env) {
 	pending := e.insert(t)
 	done := e.insert(t, running("w-d", longLease))
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
-	denied := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusDenied })
+	denied := e.insert(t, func(p *row) { p.Status = store.StatusDenied })
 	control := e.insert(t, running("w-c", time.Microsecond))
 	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	for _, id := range []int64{pending.ID, done.ID, denied.ID} {
@@ -1256,13 +1290,13 @@ func testResumeErrors(t *testing.T, e *env) {
 func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 	allow := e.insert(t)
 	hold := func() *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+		return e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	}
 	approved, denied, undecided := hold(), hold(), hold()
 	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}, nil))
-	e.insert(t, running("w-r", longLease))                                        // RUNNING: not retryable
-	e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded }) // terminal
+	e.insert(t, running("w-r", longLease))                         // RUNNING: not retryable
+	e.insert(t, func(p *row) { p.Status = store.StatusSucceeded }) // terminal
 	retry := e.insert(t, running("w-retry", longLease))
 	e.sweepOne(t, retry, store.SweepParams{Claimable: allTools})
 
@@ -1284,10 +1318,10 @@ func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 
 func testListUncertainTenantFilter(t *testing.T, e *env) {
 	uncertain := func(tenant string) *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = tenant, store.StatusUncertain })
+		return e.insert(t, func(p *row) { p.Tenant, p.Status = tenant, store.StatusUncertain })
 	}
 	a1, b1, a2 := uncertain("a"), uncertain("b"), uncertain("a")
-	e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "a", store.StatusFailed })
+	e.insert(t, func(p *row) { p.Tenant, p.Status = "a", store.StatusFailed })
 	check := func(tenant string, want ...int64) {
 		t.Helper()
 		got, err := e.s.InvocationListUncertain(e.ctx, tenant)
@@ -1316,21 +1350,21 @@ func testGetLatestGeneration(t *testing.T, e *env) {
 	p := store.GenerationParams{Tenant: "tenant-g", RunID: "run-g", Step: 0, ArgsHash: "h-g", CallIDBase: "auto-00ff"}
 	_, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
 	wantErr(t, "no generation yet", err, store.ErrNotFound)
-	gen := func(callID string, mods ...func(*store.InsertParams)) *store.Invocation {
-		return e.insert(t, append([]func(*store.InsertParams){func(ip *store.InsertParams) {
+	gen := func(callID string, mods ...func(*row)) *store.Invocation {
+		return e.insert(t, append([]func(*row){func(ip *row) {
 			ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID, ip.Status = p.Tenant, p.RunID, p.Step, p.ArgsHash, callID, store.StatusSucceeded
 		}}, mods...)...)
 	}
 	gen("auto-00ff")
 	want := gen("auto-00ff-2")
-	gen("auto-00ff-3", func(ip *store.InsertParams) { // a refusal: under a key of its own
+	gen("auto-00ff-3", func(ip *row) { // a refusal: under a key of its own
 		ip.Key, ip.Status, ip.ReasonCode = ip.Key+store.RefusalKeySuffix+"1", store.StatusDenied, "missing_scope"
 	})
-	gen("auto-00ffe")                                                            // another id that merely starts alike
-	gen("auto-00ff-4", func(ip *store.InsertParams) { ip.Tenant = "tenant-h" })  // another tenant
-	gen("auto-00ff-5", func(ip *store.InsertParams) { ip.Step = 1 })             // another step
-	gen("auto-00ff-6", func(ip *store.InsertParams) { ip.ArgsHash = "h-other" }) // other arguments
-	gen("auto-00ff-7", func(ip *store.InsertParams) { ip.RunID = "run-other" })  // another run
+	gen("auto-00ffe")                                             // another id that merely starts alike
+	gen("auto-00ff-4", func(ip *row) { ip.Tenant = "tenant-h" })  // another tenant
+	gen("auto-00ff-5", func(ip *row) { ip.Step = 1 })             // another step
+	gen("auto-00ff-6", func(ip *row) { ip.ArgsHash = "h-other" }) // other arguments
+	gen("auto-00ff-7", func(ip *row) { ip.RunID = "run-other" })  // another run
 	got, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
 	noErr(t, "latest generation", err)
 	if got.ID != want.ID {
@@ -1345,7 +1379,7 @@ var happenedOutcome = json.RawMessage(`{"status":"succeeded","call_id":"c"}`)
 // record answers a retry; did_not_happen is a call interrupted before its watermark,
 // PENDING and retryable under the same key. Neither is UNCERTAIN any more.
 func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
-	happened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-u", "run-u" })
+	happened := e.runningWithWatermark(t, func(p *row) { p.ArgsHash, p.RunID = "h-u", "run-u" })
 	e.sweepOne(t, happened, store.SweepParams{Claimable: allTools})
 	got, err := e.s.InvocationResolveUncertain(e.ctx, happened.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	noErr(t, "resolve", err)
@@ -1368,7 +1402,7 @@ func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
 		t.Fatalf("second resolution overwrote the first: %+v", stored)
 	}
 
-	notHappened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-n", "run-n" })
+	notHappened := e.runningWithWatermark(t, func(p *row) { p.ArgsHash, p.RunID = "h-n", "run-n" })
 	e.sweepOne(t, notHappened, store.SweepParams{Claimable: allTools})
 	got, err = e.s.InvocationResolveUncertain(e.ctx, notHappened.ID, store.ResolutionDidNotHappen, "carol", nil, nil)
 	noErr(t, "resolve not happened", err)
@@ -1392,12 +1426,12 @@ func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
 }
 
 func testResolveUncertainErrors(t *testing.T, e *env) {
-	ok := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	ok := e.insert(t, func(p *row) { p.Status = store.StatusSucceeded })
 	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve SUCCEEDED", err, store.ErrConflict)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve missing", err, store.ErrNotFound)
-	u := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
+	u := e.insert(t, func(p *row) { p.Status = store.StatusUncertain })
 	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol", nil, nil)
 	wantErr(t, "resolve maybe", err, store.ErrInvalid)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "", happenedOutcome, nil)
@@ -1405,8 +1439,8 @@ func testResolveUncertainErrors(t *testing.T, e *env) {
 }
 
 func testBreakerCounts(t *testing.T, e *env) {
-	same := func(status store.Status) func(*store.InsertParams) {
-		return func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
+	same := func(status store.Status) func(*row) {
+		return func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
 	}
 	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
@@ -1417,8 +1451,8 @@ func testBreakerCounts(t *testing.T, e *env) {
 	e.insert(t, same(store.StatusDenied))
 	e.insert(t, same(store.StatusSucceeded))
 	e.insert(t, same(store.StatusPending))
-	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
-	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
+	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
+	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
 	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
 	if c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
@@ -1435,7 +1469,7 @@ func testBreakerCounts(t *testing.T, e *env) {
 // ---- approvals, audit, catalog
 
 func testApprovalDecideAndGet(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	inv := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	a := store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob", Reason: "looks fine"}
 	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, a, nil))
 	got, err := e.other.ApprovalGet(e.ctx, inv.Key)
@@ -1450,7 +1484,7 @@ func testApprovalDecideAndGet(t *testing.T, e *env) {
 }
 
 func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	inv := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: false, DecidedBy: "bob"}, nil))
 	for _, approved := range []bool{true, false} {
 		err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: approved, DecidedBy: "eve"}, nil)
@@ -1466,7 +1500,7 @@ func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
 func testApprovalUnknownKeyOrOtherTenant(t *testing.T, e *env) {
 	err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: "no-such-key", Tenant: "tenant-a", Approved: true, DecidedBy: "bob"}, nil)
 	wantErr(t, "unknown key", err, store.ErrNotFound)
-	inv := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-a" })
+	inv := e.insert(t, func(p *row) { p.Tenant = "tenant-a" })
 	err = e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: "tenant-b", Approved: true, DecidedBy: "mallory"}, nil)
 	wantErr(t, "other tenant", err, store.ErrNotFound)
 	_, err = e.s.ApprovalGet(e.ctx, inv.Key)
@@ -1566,7 +1600,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	}
 	c.Reset()
 	// every writing method counts once; reads count nothing
-	held, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval }))
+	held, _, err := c.InvocationInsert(e.ctx, params(func(p *row) { p.Decision = store.DecisionNeedsApproval }))
 	noErr(t, "insert", err)
 	// a decision and a review with their audit entries are one commit each (HOST-2)
 	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"},
@@ -1587,7 +1621,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "resume", err)
 	_, err = c.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
 	noErr(t, "sweep", err)
-	u, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Status = store.StatusUncertain }))
+	u, _, err := c.InvocationInsert(e.ctx, params(func(p *row) { p.Status = store.StatusUncertain }))
 	noErr(t, "insert", err)
 	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(u, "resolve"))
 	noErr(t, "resolve", err)
