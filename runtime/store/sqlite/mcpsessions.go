@@ -15,43 +15,16 @@ import (
 // store.Tasks.
 
 var (
-	_ store.MCPSessions = (*Store)(nil)
-	_ store.Tasks       = (*Store)(nil)
-)
-
-const (
-	mcpSessionCreateSQL = `
-INSERT INTO mcp_sessions (session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at)
-VALUES (:session_id, :tenant, :user_id, :protocol_version, :state, ` + nowMicros + `, ` + nowMicros + `)`
-
-	// A live session: not ended and, when :idle_us > 0, seen within it.
-	mcpSessionGetSQL = `
-SELECT session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at FROM mcp_sessions
-WHERE session_id = :session_id AND ended_at IS NULL AND (:idle_us <= 0 OR last_seen_at > ` + nowMicros + ` - :idle_us)`
-
-	mcpSessionTouchSQL = `
-UPDATE mcp_sessions SET last_seen_at = ` + nowMicros + `, state = COALESCE(:state, state)
-WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
-
-	mcpSessionEndSQL = `
-UPDATE mcp_sessions SET ended_at = ` + nowMicros + `
-WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
-
-	// mcpCancelRecordSQL records a cancellation; mcpCancelForgetSQL forgets the old ones
-	// in the same transaction.
-	mcpCancelRecordSQL = `
-INSERT INTO mcp_cancellations (session_id, request_id, created_at) VALUES (:session_id, :request_id, ` + nowMicros + `)`
-	mcpCancelForgetSQL = `DELETE FROM mcp_cancellations WHERE created_at < ` + nowMicros + ` - :retention_us`
-	mcpCancelsSinceSQL = `
-SELECT id, session_id, request_id FROM mcp_cancellations
-WHERE id > :after_id AND created_at >= ` + nowMicros + ` - :max_age_us
-ORDER BY id LIMIT :limit`
-
-	invocationCancelPendingSQL = `
-UPDATE tool_invocations
-SET status = :status, reason_code = :reason_code, outcome = :outcome, updated_at = ` + nowMicros + `
-WHERE id = :id AND tenant = :tenant AND status = 'PENDING'
-RETURNING ` + invocationColumns
+	_                          store.MCPSessions = (*Store)(nil)
+	_                          store.Tasks       = (*Store)(nil)
+	mcpSessionCreateSQL                          = queries.Get("MCPSessionCreate")
+	mcpSessionGetSQL                             = queries.Get("MCPSessionGet")
+	mcpSessionTouchSQL                           = queries.Get("MCPSessionTouch")
+	mcpSessionEndSQL                             = queries.Get("MCPSessionEnd")
+	mcpCancelRecordSQL                           = queries.Get("MCPCancelRecord")
+	mcpCancelForgetSQL                           = queries.Get("MCPCancelForget")
+	mcpCancelsSinceSQL                           = queries.Get("MCPCancelsSince")
+	invocationCancelPendingSQL                   = queries.Get("InvocationCancelPending")
 )
 
 func (s *Store) MCPSessionCreate(ctx context.Context, m store.MCPSession) error {
