@@ -30,13 +30,13 @@ func dsn(t testing.TB) string {
 }
 
 // newTestStore opens a store in a fresh schema toolgen_test_<random>, dropped at cleanup.
-func newTestStore(t testing.TB) *Store {
+func newTestStore(t testing.TB, opts ...Option) *Store {
 	t.Helper()
 	dsn := dsn(t)
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "toolgen_test_" + hex.EncodeToString(b)
-	s, err := Open(t.Context(), dsn, WithSchema(schema), WithMaxConns(8))
+	s, err := Open(t.Context(), dsn, append([]Option{WithSchema(schema), WithMaxConns(8)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +60,10 @@ func newTestStore(t testing.TB) *Store {
 func TestConformance(t *testing.T) {
 	dsn := dsn(t)
 	storetest.Run(t,
-		func(t *testing.T) store.Store { return newTestStore(t) },
+		func(t *testing.T, clock *store.Clock) store.Store { return newTestStore(t, WithClock(clock)) },
 		// another handle on the same schema: its own pool, as another worker has
-		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
-			other, err := Open(t.Context(), dsn, WithSchema(s.(*Store).schema))
+		storetest.WithReopen(func(t *testing.T, s store.Store, clock *store.Clock) store.Store {
+			other, err := Open(t.Context(), dsn, WithSchema(s.(*Store).schema), WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,6 +26,7 @@ type Store struct {
 	r     readStmts
 	stmts []*sql.Stmt // all of w and r, for Close
 	hub   *store.Hub  // in-process wake-ups (wake.go)
+	clock clocked     // WithClock (clock.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,7 +72,11 @@ const readers = 4
 // Open opens (creating if needed) the database file at path, applies the embedded
 // migrations and prepares the statements. WAL needs a real file: an in-memory
 // database is refused; tests use a file in t.TempDir().
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("sqlite: %q: the store needs a database file (WAL does not work in memory)", path)
 	}
@@ -99,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	s := &Store{path: path, write: write, read: read, hub: newHub()}
+	s := &Store{path: path, write: write, read: read, hub: newHub(), clock: newClocked(o.clock)}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -164,7 +169,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.session.owner, sessionOwnerSQL},
 		{s.read, &r.session.pins, sessionPinsSQL},
 	} {
-		stmt, err := p.db.PrepareContext(ctx, p.query)
+		stmt, err := p.db.PrepareContext(ctx, s.clock.sql(p.query))
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare %q: %w", firstLine(p.query), err)
 		}
@@ -192,6 +197,7 @@ func (s *Store) Close() error {
 	for _, stmt := range s.stmts {
 		errs = append(errs, stmt.Close())
 	}
+	s.clock.close()
 	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
@@ -847,6 +853,6 @@ func (s *Store) DeploymentSecretGetOrCreate(ctx context.Context, name string, ca
 		return nil, err
 	}
 	var secret []byte
-	err := s.write.QueryRowContext(ctx, deploymentSecretGetOrCreateSQL, sql.Named("name", name), sql.Named("secret", candidate)).Scan(&secret)
+	err := s.write.QueryRowContext(ctx, s.clock.sql(deploymentSecretGetOrCreateSQL), sql.Named("name", name), sql.Named("secret", candidate)).Scan(&secret)
 	return secret, mapErr(err)
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // newTestStore opens a store on a fresh file in t.TempDir().
-func newTestStore(t *testing.T) *Store {
+func newTestStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"))
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,11 +24,11 @@ func newTestStore(t *testing.T) *Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t,
-		func(t *testing.T) store.Store { return newTestStore(t) },
+		func(t *testing.T, clock *store.Clock) store.Store { return newTestStore(t, WithClock(clock)) },
 		// another handle on the same file: its own writer connection, as a second
 		// process would have
-		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
-			other, err := Open(t.Context(), s.(*Store).path)
+		storetest.WithReopen(func(t *testing.T, s store.Store, clock *store.Clock) store.Store {
+			other, err := Open(t.Context(), s.(*Store).path, WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,17 +56,15 @@ func (e *env) unchanged(t *testing.T, what string, before *store.Invocation) {
 	}
 }
 
-// awaitUnclaimable waits until the rows tools leave are want: the expired leases among
-// them have expired by the database clock.
+// awaitUnclaimable checks that the rows tools leave are want (the expired leases
+// among them have run out by the store's clock: expire).
 func (e *env) awaitUnclaimable(t *testing.T, tools []store.ToolRef, want store.Unclaimable) {
 	t.Helper()
-	var got store.Unclaimable
-	eventually(t, fmt.Sprintf("unclaimable %+v", want), func() bool {
-		var err error
-		got, err = e.s.InvocationCountUnclaimable(e.ctx, tools, "")
-		noErr(t, "InvocationCountUnclaimable", err)
-		return got == want
-	})
+	got, err := e.s.InvocationCountUnclaimable(e.ctx, tools, "")
+	noErr(t, "InvocationCountUnclaimable", err)
+	if got != want {
+		t.Fatalf("InvocationCountUnclaimable = %+v, want %+v", got, want)
+	}
 }
 
 func testSweepClaimableOtherToolsRowUntouched(t *testing.T, e *env) {
@@ -127,16 +125,11 @@ func testSweepClaimableNotBlockedByLockedForeignRow(t *testing.T, e *env) {
 	// on its own handle, must neither wait for it nor take it.
 	unlock := e.rowLock(t, e.s, foreign.ID)
 	defer unlock()
-	var swept []store.Swept
-	eventually(t, "the sweep to reclaim the own row", func() bool {
-		// the deadline only turns a blocked sweep into a failure; it is never the condition
-		ctx, cancel := context.WithTimeout(e.ctx, pollTimeout)
-		defer cancel()
-		var err error
-		swept, err = e.other.InvocationSweep(ctx, store.SweepParams{Claimable: claimableBy(mine)})
-		noErr(t, "sweep beside a locked foreign row", err)
-		return len(swept) > 0
-	})
+	// the deadline only turns a blocked sweep into a failure; it is never the condition
+	ctx, cancel := context.WithTimeout(e.ctx, pollTimeout)
+	defer cancel()
+	swept, err := e.other.InvocationSweep(ctx, store.SweepParams{Claimable: claimableBy(mine)})
+	noErr(t, "sweep beside a locked foreign row", err)
 	if len(swept) != 1 || swept[0].Invocation.ID != own.ID {
 		t.Fatalf("swept %v, want only the own row %d", swept, own.ID)
 	}

@@ -20,15 +20,15 @@ import (
 type Option func(*config)
 
 type config struct {
-	reopen  func(t *testing.T, s store.Store) store.Store
+	reopen  func(t *testing.T, s store.Store, clock *store.Clock) store.Store
 	rowLock func(t *testing.T, s store.Store, id int64) (unlock func())
 }
 
 // WithReopen gives the suite a second, independent handle on the database behind s —
 // its own connections or pool, as another worker process would have — for the
-// concurrency tests. The handle must be closed by reopen's cleanup. Without it those
-// tests share one handle between goroutines.
-func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
+// concurrency tests. The handle must run on clock, s's clock, and be closed by
+// reopen's cleanup. Without it those tests share one handle between goroutines.
+func WithReopen(reopen func(t *testing.T, s store.Store, clock *store.Clock) store.Store) Option {
 	return func(c *config) { c.reopen = reopen }
 }
 
@@ -41,9 +41,11 @@ func WithRowLock(lock func(t *testing.T, s store.Store, id int64) (unlock func()
 }
 
 // Run is the conformance suite every driver passes (ST-2). newStore returns an empty,
-// migrated store of its own (a temp file, a fresh schema) and registers its cleanup.
-// Subtests run in parallel.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+// migrated store of its own (a temp file, a fresh schema) that runs on clock (its
+// driver's WithClock), and registers its cleanup. The suite moves time by advancing
+// the clock: a lease expires, a session goes idle, a cancellation ages, without a
+// test sleeping for the database clock to pass them. Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T, clock *store.Clock) store.Store, opts ...Option) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -51,10 +53,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := &env{s: newStore(t), ctx: t.Context(), rowLock: cfg.rowLock}
+			clock := store.NewClock()
+			e := &env{s: newStore(t, clock), clock: clock, ctx: t.Context(), rowLock: cfg.rowLock}
 			e.other = e.s
 			if cfg.reopen != nil {
-				e.other = cfg.reopen(t, e.s)
+				e.other = cfg.reopen(t, e.s, clock)
 			}
 			tc.fn(t, e)
 		})
@@ -64,7 +67,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 // env is one subtest's store and helpers.
 type env struct {
 	s       store.Store
-	other   store.Store // a second handle on the same database (or s)
+	other   store.Store  // a second handle on the same database (or s)
+	clock   *store.Clock // the clock of s and other: advance it to move time
 	ctx     context.Context
 	rowLock func(t *testing.T, s store.Store, id int64) (unlock func()) // nil: no row locks
 }
@@ -83,7 +87,8 @@ var allTools = store.Claimable{AllTools: true}
 
 const (
 	longLease = time.Hour
-	// pollTimeout bounds every wait for the database clock to pass a lease.
+	// pollTimeout bounds every wait for what the suite cannot move by its clock: a
+	// commit of another handle becoming visible, a wake-up, a concurrent worker.
 	pollTimeout = 15 * time.Second
 )
 
@@ -288,9 +293,10 @@ func (e *env) runningWithWatermark(t *testing.T, mods ...func(*row)) *store.Invo
 	return e.get(t, inv.ID)
 }
 
-// expire makes every lease of owner run out now by the database clock: it renews them
-// to one microsecond (renewal sets db-now + lease), so rows of one owner expire at the
-// same instant.
+// expire makes every lease of owner run out now by the store's clock: it renews them
+// to one microsecond (renewal sets now + lease), so rows of one owner expire at the
+// same instant, and moves the clock a millisecond (SQLite's precision) past it. The
+// other owners' leases, longLease or more, do not notice.
 func (e *env) expire(t *testing.T, owner string, want int) {
 	t.Helper()
 	n, err := e.s.InvocationRenewLeases(e.ctx, owner, e.leasedBy(t, owner), time.Microsecond)
@@ -300,7 +306,12 @@ func (e *env) expire(t *testing.T, owner string, want int) {
 	if n != want {
 		t.Fatalf("InvocationRenewLeases(%s) = %d, want %d", owner, n, want)
 	}
+	e.elapse(time.Millisecond)
 }
+
+// elapse moves the store's time forward by d: the suite's way to let a lease run
+// out, a session go idle or a cancellation age, without sleeping.
+func (e *env) elapse(d time.Duration) { e.clock.Advance(d) }
 
 // leasedBy lists the ids of the rows whose lease owner is owner.
 func (e *env) leasedBy(t *testing.T, owner string) []int64 {
@@ -331,7 +342,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // sweepUntil sweeps with p until every id in ids has been swept, and returns what the
-// passes decided, by id. It fails on a row swept twice or a row not in ids.
+// passes decided, by id. The rows' leases must already have run out by the store's
+// clock (expire, elapse): each pass must reclaim some of them, so nothing is waited
+// for. It fails on a pass that reclaims none, a row swept twice or a row not in ids.
 func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[int64]store.Swept {
 	t.Helper()
 	want := map[int64]bool{}
@@ -339,7 +352,7 @@ func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[in
 		want[id] = true
 	}
 	got := map[int64]store.Swept{}
-	eventually(t, fmt.Sprintf("the sweep to reclaim %v", ids), func() bool {
+	for len(got) < len(want) {
 		swept, err := e.s.InvocationSweep(e.ctx, p)
 		if err != nil {
 			t.Fatalf("InvocationSweep: %v", err)
@@ -354,8 +367,10 @@ func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[in
 			}
 			got[id] = sw
 		}
-		return len(got) == len(want)
-	})
+		if len(swept) == 0 {
+			t.Fatalf("InvocationSweep reclaimed none of %v (%d of %d reclaimed): their leases have run out by the store's clock", ids, len(got), len(want))
+		}
+	}
 	return got
 }
 
@@ -676,16 +691,14 @@ func testMarkEffectSentZombieFenceLeaseLost(t *testing.T, e *env) {
 }
 
 func testMarkEffectSentLeaseExpiredLeaseLost(t *testing.T, e *env) {
-	// A short lease, polled: while it holds, marking (idempotently, one token)
-	// succeeds; once the database clock passes it, the watermark is refused.
-	inv := e.insert(t, running("w", 50*time.Millisecond))
-	eventually(t, "the lease to expire", func() bool {
-		err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok")
-		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			t.Fatalf("mark: %v", err)
-		}
-		return err != nil
-	})
+	// While the lease holds, marking (idempotently, one token) succeeds, up to its last
+	// minute; once the store's clock passes it, the watermark is refused.
+	inv := e.insert(t, running("w", 10*time.Minute))
+	noErr(t, "mark under the lease", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	e.elapse(9 * time.Minute)
+	noErr(t, "mark in the lease's last minute", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	e.elapse(2 * time.Minute)
+	wantErr(t, "mark after the lease", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"), store.ErrLeaseLost)
 	// not yet swept: the row is still RUNNING under the fence, and may still settle
 	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w" {
 		t.Fatalf("expired, unswept row: %+v", got)
@@ -896,7 +909,14 @@ func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
 
 func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
 	long := e.insert(t, running("w-long", longLease))
-	short := e.insert(t, running("w-short", 50*time.Millisecond))
+	short := e.insert(t, running("w-short", 10*time.Minute))
+	e.elapse(9 * time.Minute)
+	swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
+	noErr(t, "sweep before the lease ran out", err)
+	if len(swept) != 0 {
+		t.Fatalf("a sweep a minute before the lease ran out reclaimed %+v", swept[0].Invocation)
+	}
+	e.elapse(2 * time.Minute)
 	if swept := e.sweepUntil(t, store.SweepParams{Claimable: allTools}, short.ID); swept[short.ID].Decision != store.SweepRetry {
 		t.Fatalf("short lease: %+v", swept[short.ID])
 	}
@@ -906,9 +926,10 @@ func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
 }
 
 func testSweepSuspendedRowsExcluded(t *testing.T, e *env) {
-	susp := e.insert(t, running("w-s", 50*time.Millisecond))
+	susp := e.insert(t, running("w-s", time.Minute))
 	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), json.RawMessage(`{"q":"?"}`)))
-	control := e.insert(t, running("w-c", 50*time.Millisecond))
+	control := e.insert(t, running("w-c", time.Minute))
+	e.elapse(2 * time.Minute)
 	// once the control row (same lease, later) is swept, the suspended one would have been too
 	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	if got := e.get(t, susp.ID); got.Status != store.StatusRunning || got.SuspendedAt == nil || got.LeaseOwner != "w-s" {
@@ -922,6 +943,7 @@ func testSweepPendingAndTerminalRowsIgnored(t *testing.T, e *env) {
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
 	denied := e.insert(t, func(p *row) { p.Status = store.StatusDenied })
 	control := e.insert(t, running("w-c", time.Microsecond))
+	e.elapse(time.Millisecond)
 	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	for _, id := range []int64{pending.ID, done.ID, denied.ID} {
 		before := map[int64]store.Status{pending.ID: store.StatusPending, done.ID: store.StatusSucceeded, denied.ID: store.StatusDenied}[id]
@@ -938,14 +960,6 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 	}
 	e.expire(t, "w", 5) // all five expire at the same instant
 	var passes []int
-	eventually(t, "the first pass", func() bool {
-		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
-		noErr(t, "sweep", err)
-		if len(swept) > 0 {
-			passes = append(passes, len(swept))
-		}
-		return len(swept) > 0
-	})
 	for {
 		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
 		noErr(t, "sweep", err)
@@ -1181,12 +1195,8 @@ func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
 }
 
 func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
-	inv := e.insert(t, running("w", 50*time.Millisecond))
-	eventually(t, "the lease to expire", func() bool {
-		n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, time.Microsecond)
-		noErr(t, "renew", err)
-		return n == 0
-	})
+	inv := e.insert(t, running("w", time.Minute))
+	e.elapse(time.Minute + time.Millisecond)
 	n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, longLease)
 	noErr(t, "renew", err)
 	if n != 0 {
