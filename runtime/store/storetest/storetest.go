@@ -136,7 +136,7 @@ var tests = []struct {
 	{"Sweep_WatermarkSetConditionalWhenFalse_BecomesUncertain", testSweepWatermarkSetConditionalWhenFalseUncertain},
 	{"Sweep_WatermarkSetNonIdempotent_BecomesUncertain", testSweepWatermarkSetNonIdempotentUncertain},
 	{"Sweep_WatermarkSetIdempotentCrashLoop_Failed", testSweepWatermarkSetIdempotentCrashLoopFailed},
-	{"Sweep_LeaseExpiresByDatabaseClock", testSweepLeaseExpiresByDatabaseClock},
+	{"Sweep_LeaseExpiresByStoreClock_NotBefore", testSweepLeaseExpiresByStoreClock},
 	{"Sweep_SuspendedRowsExcluded", testSweepSuspendedRowsExcluded},
 	{"Sweep_PendingAndTerminalRowsIgnored", testSweepPendingAndTerminalRowsIgnored},
 	{"Sweep_Limit_BoundsOnePass", testSweepLimitBoundsOnePass},
@@ -907,7 +907,7 @@ func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
 	}
 }
 
-func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
+func testSweepLeaseExpiresByStoreClock(t *testing.T, e *env) {
 	long := e.insert(t, running("w-long", longLease))
 	short := e.insert(t, running("w-short", 10*time.Minute))
 	e.elapse(9 * time.Minute)
