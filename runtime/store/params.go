@@ -38,6 +38,7 @@ type Call struct {
 // that status carries may not.
 type InsertParams struct {
 	Call
+	kind    insertKind
 	status  Status
 	settled Settlement    // terminal inserts only
 	owner   string        // RUNNING only
@@ -45,24 +46,36 @@ type InsertParams struct {
 	relaxed bool          // InsertRecordOnce only
 }
 
+// insertKind is the constructor that built an InsertParams.
+type insertKind uint8
+
+const (
+	insertNone insertKind = iota // the zero value: ErrInvalid
+	insertPending
+	insertRunning
+	insertSettled
+)
+
 // InsertPending records c PENDING, with the decision c records: a held call (decision
 // needs_approval, which [InsertHeld] writes) or an allowed call left for a later claim
 // (InvocationClaimIfPending; the retryable list offers it as it does a swept retry).
 // Attempt is 0.
-func InsertPending(c Call) InsertParams { return InsertParams{Call: c, status: StatusPending} }
+func InsertPending(c Call) InsertParams {
+	return InsertParams{Call: c, kind: insertPending, status: StatusPending}
+}
 
 // InsertHeld records c PENDING with decision needs_approval: step 7 of a call that
 // waits for an approval (POL-3), which a later claim runs once it is approved.
 func InsertHeld(c Call) InsertParams {
 	c.Decision = DecisionNeedsApproval
-	return InsertParams{Call: c, status: StatusPending}
+	return InsertPending(c)
 }
 
 // InsertRunning records c RUNNING under owner's lease (db-now + lease), attempt 1:
 // steps 7 and 10 fused in one insert, as no approval can intervene. ErrInvalid without
 // an owner or a positive lease.
 func InsertRunning(c Call, owner string, lease time.Duration) InsertParams {
-	return InsertParams{Call: c, status: StatusRunning, owner: owner, lease: lease}
+	return InsertParams{Call: c, kind: insertRunning, status: StatusRunning, owner: owner, lease: lease}
 }
 
 // InsertSettled records c already settled as s (a denial, recorded under a key of its
@@ -70,7 +83,7 @@ func InsertRunning(c Call, owner string, lease time.Duration) InsertParams {
 // 0 and the row has no lease. ErrInvalid if s is not terminal or marks a missing
 // watermark (a row that never ran never had one to miss).
 func InsertSettled(c Call, s Settlement) InsertParams {
-	return InsertParams{Call: c, status: s.Status, settled: s}
+	return InsertParams{Call: c, kind: insertSettled, status: s.Status, settled: s}
 }
 
 // InsertRecordOnce is InsertSettled for the terminal row of a record-once call (an
@@ -95,7 +108,7 @@ func (p InsertParams) Lease() (owner string, lease time.Duration) { return p.own
 
 // Attempt is the row's first attempt: 1 for a RUNNING insert (its claim), 0 otherwise.
 func (p InsertParams) Attempt() int {
-	if p.status == StatusRunning {
+	if p.kind == insertRunning {
 		return 1
 	}
 	return 0
@@ -112,17 +125,17 @@ func (p InsertParams) Relaxed() bool { return p.relaxed }
 // call it before writing, so every driver refuses the same parameters.
 func (p InsertParams) Validate() error {
 	switch {
+	case p.kind == insertNone:
+		return fmt.Errorf("%w: insert parameters not built by a constructor (InsertPending, InsertRunning, ...)", ErrInvalid)
 	case p.Key == "":
 		return fmt.Errorf("%w: insert without a key", ErrInvalid)
-	case p.status == StatusPending:
+	case p.kind == insertPending:
 		return nil
-	case p.status == StatusRunning:
+	case p.kind == insertRunning:
 		if p.owner == "" || p.lease <= 0 {
 			return fmt.Errorf("%w: a RUNNING insert needs an owner and a positive lease", ErrInvalid)
 		}
 		return nil
-	case p.status == "":
-		return fmt.Errorf("%w: insert parameters not built by a constructor (InsertPending, InsertRunning, ...)", ErrInvalid)
 	}
 	if err := p.settled.Validate(); err != nil {
 		return err
