@@ -157,7 +157,7 @@ type ToolRef struct {
 }
 
 // GenerationParams selects the generations of a derived call id
-// (Store.InvocationGetLatestGeneration).
+// (Invocations.InvocationGetLatestGeneration).
 type GenerationParams struct {
 	Tenant, RunID string
 	Step          int
@@ -220,7 +220,7 @@ func (p SweepParams) WithDefaults() SweepParams {
 }
 
 // RetryableParams selects the PENDING rows a worker may claim now (see
-// Store.InvocationListRetryable).
+// Invocations.InvocationListRetryable).
 type RetryableParams struct {
 	Limit int // <= 0: no limit
 	Claimable
@@ -228,7 +228,7 @@ type RetryableParams struct {
 
 // Unclaimable counts the rows recovery would act on now — RUNNING and unsuspended with
 // an expired lease, or PENDING and claimable — that a worker left alone because they
-// are not its tools' (Store.InvocationCountUnclaimable).
+// are not its tools' (Invocations.InvocationCountUnclaimable).
 type Unclaimable struct {
 	// NotRegistered: the row's tool is not among the worker's tools at all.
 	NotRegistered int
@@ -266,7 +266,7 @@ type ToolPin struct {
 	SHA256 string
 }
 
-// PinEpoch is a forced epoch as the store applies it (Store.SessionPinsForceEpoch).
+// PinEpoch is a forced epoch as the store applies it (Sessions.SessionPinsForceEpoch).
 type PinEpoch struct {
 	// Prefix selects the re-pinned tools ("mcp.SERVER."): required.
 	Prefix string
