@@ -11,7 +11,7 @@ import (
 	"github.com/toolgen/toolgen/runtime"
 )
 
-// CallIDSecretName names the deployment secret (store.Store.DeploymentSecretGetOrCreate)
+// CallIDSecretName names the deployment secret (store.DeploymentSecrets.DeploymentSecretGetOrCreate)
 // that keys the derived call ids (mcp/server.DerivedCallID): one per store, so every
 // host on it derives the same id for the same call (a retry through another process
 // finds its record), and nobody without the store can test guessed arguments against

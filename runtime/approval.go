@@ -15,6 +15,13 @@ var ErrSelfApproval = errors.New("runtime: a held call must be decided by a prin
 // ErrNotHeld is returned when the key names no call that waits for an approval.
 var ErrNotHeld = errors.New("runtime: no held call has this key")
 
+// ApprovalStore is what DecideApproval asks of the store: the held call, and the
+// decision on it.
+type ApprovalStore interface {
+	store.Invocations
+	store.Reviews
+}
+
 // DecideApproval records an approval or denial of a held call (POL-3), by key, made by
 // approver. It refuses a decision by the call's own principal, from another tenant, or
 // on a call that is not held. The call's retry with the same key finds the decision at
@@ -22,7 +29,7 @@ var ErrNotHeld = errors.New("runtime: no held call has this key")
 // entry: the store writes it in the decision's transaction, so a decision is never
 // recorded without it nor it without the decision (HOST-2). Its tenant must be the
 // call's.
-func DecideApproval(ctx context.Context, st store.Store, key string, approver Principal, approved bool, reason string, audit *store.AuditEntry) error {
+func DecideApproval(ctx context.Context, st ApprovalStore, key string, approver Principal, approved bool, reason string, audit *store.AuditEntry) error {
 	inv, err := st.InvocationGetByKey(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNotHeld

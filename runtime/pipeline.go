@@ -514,9 +514,9 @@ func (p *Pipeline) recordRefusal(ctx context.Context, c *call, o Outcome) (Outco
 	}
 	inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
 	if errors.Is(err, store.ErrNotFound) {
-		params := p.insertParams(c)
-		params.Key += store.RefusalKeySuffix + randomToken()
-		params.Status, params.ReasonCode, params.Outcome = store.StatusDenied, string(o.ReasonCode), mustJSON(o)
+		call := p.recordedCall(c)
+		call.Key += store.RefusalKeySuffix + randomToken()
+		params := store.InsertSettled(call, store.SettleDenied(string(o.ReasonCode), mustJSON(o)))
 		if c.inv, _, err = p.cfg.Store.InvocationInsert(ctx, params); err != nil {
 			return Outcome{}, fmt.Errorf("runtime: record denial: %w", err)
 		}
@@ -581,8 +581,8 @@ func (p *Pipeline) refuseReplay(ctx context.Context, c *call, o Outcome, inv *st
 	return o, nil
 }
 
-func (p *Pipeline) insertParams(c *call) store.InsertParams {
-	return store.InsertParams{
+func (p *Pipeline) recordedCall(c *call) store.Call {
+	return store.Call{
 		Key: c.key, Tenant: c.Tenant, Principal: c.Principal.ID, SessionID: c.SessionID,
 		RunID: c.RunID, Step: c.Step, CallID: c.CallID, Tool: c.spec.Name,
 		ToolVersion: c.spec.Version, ToolSHA256: c.spec.SchemaSHA256, Idempotency: string(c.spec.Idempotency),
@@ -610,11 +610,9 @@ func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, err
 		}
 		return p.dedupe(ctx, c, inv)
 	}
-	params := p.insertParams(c)
+	params := store.InsertRunning(p.recordedCall(c), p.cfg.WorkerID, p.cfg.Lease)
 	if c.decision.Verdict == VerdictNeedsApproval {
-		params.Status = store.StatusPending
-	} else {
-		params.Status, params.Owner, params.Lease = store.StatusRunning, p.cfg.WorkerID, p.cfg.Lease
+		params = store.InsertHeld(p.recordedCall(c))
 	}
 	inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
 	if err != nil {
@@ -622,7 +620,7 @@ func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, err
 	}
 	c.inv = inv
 	if inserted {
-		if params.Status == store.StatusPending {
+		if params.Status() == store.StatusPending {
 			p.auditHeld(ctx, c)
 		}
 		return Outcome{}, false, nil
@@ -798,7 +796,7 @@ func (p *Pipeline) settlePending(ctx context.Context, c *call, o Outcome) error 
 	if err != nil {
 		return fmt.Errorf("runtime: claim denied call: %w", err)
 	}
-	return p.settle(ctx, inv.Fence(), store.Settlement{Status: store.StatusDenied, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o)})
+	return p.settle(ctx, inv.Fence(), store.SettleDenied(string(o.ReasonCode), mustJSON(o)))
 }
 
 // runClaimed is steps 11 to 13 for a call this worker holds (or, for a record-once
@@ -1012,9 +1010,10 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 		return o, nil
 	}
 	if c.recordOnce {
-		params := p.insertParams(c)
-		params.Status, params.ReasonCode, params.Outcome = status, string(o.ReasonCode), mustJSON(o)
-		params.Relaxed = true // a lost read record only means the read runs again
+		// a lost read record only means the read runs again
+		params := store.InsertRecordOnce(p.recordedCall(c), store.Settlement{
+			Status: status, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o),
+		})
 		inv, inserted, err := p.cfg.Store.InvocationInsert(ctx, params)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("runtime: record outcome: %w", err)
@@ -1045,8 +1044,8 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 		p.cfg.Metrics.uncertain(ctx, c.spec.Name)
 	}
 	err := p.settle(ctx, c.inv.Fence(), store.Settlement{
-		Status: status, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o), WatermarkMissing: missing,
-	})
+		Status: status, ReasonCode: string(o.ReasonCode), Outcome: mustJSON(o),
+	}.WithWatermarkMissing(missing))
 	if errors.Is(err, store.ErrLeaseLost) {
 		return NewOutcome(ReasonLeaseLost, c.CallID), nil
 	}

@@ -437,12 +437,11 @@ func TestRecover_DecidesFromWatermarkAndClass(t *testing.T) {
 	// Rows left by a worker that died: RUNNING, lease expired, watermark set or not.
 	var ids []int64
 	for i, r := range rows {
-		inv, _, err := h.store.InvocationInsert(ctx, store.InsertParams{
+		inv, _, err := h.store.InvocationInsert(ctx, store.InsertRunning(store.Call{
 			Key: fmt.Sprintf("k%d", i), Tenant: "acme", RunID: "r1", Step: 1, CallID: fmt.Sprintf("c%d", i),
 			Tool: r.tool, ToolVersion: 1, Idempotency: string(r.idem), IdempotentWhen: r.held,
 			Args: json.RawMessage(`{}`), ArgsHash: fmt.Sprintf("h%d", i), Decision: runtime.VerdictAllow,
-			Status: store.StatusRunning, Owner: "dead", Lease: 300 * time.Millisecond,
-		})
+		}, "dead", 300*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

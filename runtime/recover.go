@@ -222,9 +222,7 @@ func (p *Pipeline) Resume(ctx context.Context, resumeToken string, answer json.R
 	}
 	o := Succeeded(inv.CallID, ToolResult{OK: true, Structured: answer,
 		Content: []Item{{Type: "text", Text: string(answer), MIMEType: "application/json", Trust: TrustUser}}})
-	if _, err := p.cfg.Store.InvocationResume(ctx, resumeToken, store.Settlement{
-		Status: store.StatusSucceeded, Outcome: mustJSON(o),
-	}); err != nil {
+	if _, err := p.cfg.Store.InvocationResume(ctx, resumeToken, store.SettleSucceeded(mustJSON(o))); err != nil {
 		return Outcome{}, fmt.Errorf("runtime: resume: %w", err)
 	}
 	return o, nil

@@ -145,11 +145,11 @@ func (w *withdrawOnClaim) InvocationClaimIfPending(ctx context.Context, id int64
 func TestRunRetryable_ToolWithdrawnAfterList_GivesCallBack(t *testing.T) {
 	st := drivers[0].open(t)
 	ctx := context.Background()
-	inv, _, err := st.InvocationInsert(ctx, store.InsertParams{
+	inv, _, err := st.InvocationInsert(ctx, store.InsertRunning(store.Call{
 		Key: "k1", Tenant: "acme", RunID: "r1", Step: 1, CallID: "c1", Tool: "demo.a", ToolVersion: 1,
 		ToolSHA256: "sha-demo.a", Idempotency: string(runtime.Idempotent), Args: []byte(`{}`), ArgsHash: "h1",
-		Decision: runtime.VerdictAllow, Status: store.StatusRunning, Owner: "dead", Lease: time.Microsecond,
-	})
+		Decision: runtime.VerdictAllow,
+	}, "dead", time.Microsecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +187,9 @@ func TestRunRetryable_ToolWithdrawnAfterList_GivesCallBack(t *testing.T) {
 func TestRecover_NoToolRegistered_OnlyCounts(t *testing.T) {
 	st := drivers[0].open(t)
 	ctx := context.Background()
-	if _, _, err := st.InvocationInsert(ctx, store.InsertParams{
-		Key: "k1", Tool: "demo.a", ToolVersion: 1, Decision: runtime.VerdictAllow, Status: store.StatusPending,
-	}); err != nil {
+	if _, _, err := st.InvocationInsert(ctx, store.InsertPending(store.Call{
+		Key: "k1", Tool: "demo.a", ToolVersion: 1, Decision: runtime.VerdictAllow,
+	})); err != nil {
 		t.Fatal(err)
 	}
 	h := newHarnessOn(t, st, runtime.Config{})

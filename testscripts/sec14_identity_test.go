@@ -603,12 +603,14 @@ issuers:
 	}
 	ctx := context.Background()
 	for i, status := range []store.Status{store.StatusPending, store.StatusUncertain} {
-		params := store.InsertParams{Key: fmt.Sprintf("hostile-%d", i), Tenant: "acme", Principal: "mallory" + sec14idHostile,
+		call := store.Call{Key: fmt.Sprintf("hostile-%d", i), Tenant: "acme", Principal: "mallory" + sec14idHostile,
 			SessionID: "s" + sec14idHostile, RunID: "r" + sec14idHostile, CallID: "c" + sec14idHostile, Tool: "workspace.write_text",
 			ToolVersion: 1, Idempotency: "non_idempotent", Args: json.RawMessage(`{}`), Decision: store.DecisionNeedsApproval,
-			Status: status, Mode: "m" + sec14idHostile, OriginTrust: "external_untrusted", ArgumentTrust: "external_untrusted"}
+			Mode: "m" + sec14idHostile, OriginTrust: "external_untrusted", ArgumentTrust: "external_untrusted"}
+		params := store.InsertHeld(call)
 		if status == store.StatusUncertain {
-			params.Decision, params.ReasonCode, params.Outcome = store.DecisionAllow, store.ReasonEffectMayHaveHappened, json.RawMessage(`{"status":"uncertain"}`)
+			call.Decision = store.DecisionAllow
+			params = store.InsertSettled(call, store.SettleUncertain(store.ReasonEffectMayHaveHappened, json.RawMessage(`{"status":"uncertain"}`)))
 		}
 		if _, _, err := st.InvocationInsert(ctx, params); err != nil {
 			t.Fatal(err)

@@ -114,7 +114,7 @@ const (
 type Options struct {
 	Operator Operator
 	// Store is read for the live stream (the store-backed events) and nothing else.
-	Store store.Store
+	Store store.Events
 	Auth  Auth
 	// ApprovalHold is how long a held call's caller waits before it is answered
 	// approval_pending (the page shows when that is).

@@ -400,10 +400,10 @@ func (s *server) uncertainCall(tenant, callID string) int64 {
 	args := json.RawMessage(`{"amount":4200}`)
 	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: tenant, RunID: "r-1", Step: 0, CallID: callID, Tool: "demo.charge",
 		ToolVersion: 1, CanonicalArgs: args})
-	inv, _, err := s.h.Store().InvocationInsert(ctx, store.InsertParams{Key: key, Tenant: tenant, Principal: "agent",
+	inv, _, err := s.h.Store().InvocationInsert(ctx, store.InsertRunning(store.Call{Key: key, Tenant: tenant, Principal: "agent",
 		SessionID: "s-review", RunID: "r-1", CallID: callID, Tool: "demo.charge", ToolVersion: 1, ToolSHA256: sp.SchemaSHA256,
 		Idempotency: store.IdempotencyNonIdempotent, Args: args, OriginTrust: "user", ArgumentTrust: "external_untrusted",
-		Mode: "build", Decision: store.DecisionAllow, Status: store.StatusRunning, Owner: "crashed-worker", Lease: 300 * time.Millisecond})
+		Mode: "build", Decision: store.DecisionAllow}, "crashed-worker", 300*time.Millisecond))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -61,12 +61,21 @@ type HeldBecause struct {
 	Rule  string `json:"rule,omitempty"`
 }
 
+// NotifierStore is what a Notifier asks of the store: the event stream it follows,
+// the calls its messages describe, and the claims (deployment secrets) that make each
+// message go out once.
+type NotifierStore interface {
+	store.Events
+	store.Invocations
+	store.DeploymentSecrets
+}
+
 // NotifierOptions configure NewNotifier.
 type NotifierOptions struct {
 	Notifications *spec.Notifications
 	// Store is followed (EventList) and holds the claims that make each message go
 	// out once, whichever process on the store sends it.
-	Store store.Store
+	Store NotifierStore
 	// Operator, when set, says why a held call was held (HoldReason).
 	Operator Operator
 	// Getenv reads the webhooks' url_env and secret_env (default os.Getenv).

@@ -13,7 +13,7 @@ import (
 // It is found once by a search over cursors — a few reads however long the stream is —
 // and then moved forward by reading what came after it.
 type tailCursor struct {
-	st    store.Store
+	st    store.Events
 	mu    sync.Mutex
 	known bool
 	cur   store.EventCursor
@@ -51,7 +51,7 @@ func (t *tailCursor) get(ctx context.Context) (store.EventCursor, error) {
 // there is none), by binary search: cursors are ordered (TX, ID), and "is there an
 // event after c?" is monotone in c. A driver refusing a cursor it never formats
 // (ErrInvalid: a SQLite store asked about a transaction id) counts as "none after".
-func LastEventCursor(ctx context.Context, st store.Store) (store.EventCursor, error) {
+func LastEventCursor(ctx context.Context, st store.Events) (store.EventCursor, error) {
 	after := func(c store.EventCursor) (*store.Event, error) {
 		evs, err := st.EventList(ctx, store.EventFilter{After: c, Limit: 1})
 		switch {

@@ -28,7 +28,7 @@ const CaughtUpComment = "caught up"
 
 // Options configure [NewHandler].
 type Options struct {
-	Store store.Store
+	Store store.Events
 	// Poll is how often a stream reads the store when it has caught up and the store
 	// delivers no wake-ups of other processes' writes (default DefaultPoll). A store
 	// that does (store.Waker: PostgreSQL while its listener listens) wakes a stream

@@ -51,13 +51,12 @@ func newServer(t *testing.T, s store.Store, o Options) (*Handler, *httptest.Serv
 func call(t *testing.T, s store.Store, tenant, session, run string) *store.Invocation {
 	t.Helper()
 	ctx := t.Context()
-	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{
+	inv, _, err := s.InvocationInsert(ctx, store.InsertRunning(store.Call{
 		Key: fmt.Sprintf("%s/%s/%s/%d", tenant, session, run, time.Now().UnixNano()), Tenant: tenant, Principal: "agent",
 		SessionID: session, RunID: run, CallID: "c1", Tool: "demo.write", ToolVersion: 1,
 		Idempotency: store.IdempotencyNonIdempotent, Args: json.RawMessage(`{"text":"` + marker + `"}`),
 		OriginTrust: "user", ArgumentTrust: "user", Mode: "m", Decision: store.DecisionAllow,
-		Status: store.StatusRunning, Owner: "w", Lease: time.Hour,
-	})
+	}, "w", time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ type Options struct {
 	// Registry receives the devices' tools as device.{id}.{name}. Required.
 	Registry *runtime.Registry
 	// Store records the catalog history and the audit entries. Required.
-	Store store.Store
+	Store upstream.Store
 	// Tenant is the tenant of the audit entries of refusals no device file accounts for
 	// (an unknown device id): the operator's. Everything about a known device — its
 	// tools, its connections' audit entries and events — is the tenant its file names.

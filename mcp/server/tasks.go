@@ -321,7 +321,7 @@ func (s *Server) cancelTask(ctx context.Context, principal runtime.Principal, in
 		}
 		detail, _ := json.Marshal(map[string]any{"invocation": inv.ID, "call_id": inv.CallID})
 		_, err = ts.InvocationCancelPending(ctx, inv.Tenant, inv.ID,
-			store.Settlement{Status: store.StatusDenied, ReasonCode: string(o.ReasonCode), Outcome: outcome},
+			store.SettleDenied(string(o.ReasonCode), outcome),
 			&store.AuditEntry{Tenant: inv.Tenant, Kind: AuditTaskCancel, Principal: principal.ID, SessionID: inv.SessionID,
 				Mode: inv.Mode, Tool: inv.Tool, Key: inv.Key, Detail: detail})
 		switch {

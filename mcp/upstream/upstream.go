@@ -75,6 +75,15 @@ const (
 	AuditRequestRefused = "mcp_request_refused"
 )
 
+// Store is what an upstream connection asks of the store: the catalog history it
+// records and reads (MCP-7), the audit log of its refusals, and the events of its
+// reconnects.
+type Store interface {
+	store.Audit
+	store.CatalogHistory
+	store.Events
+}
+
 // Options configures one upstream server connection.
 type Options struct {
 	// Server is the operator's (or tenant's) classification file (SPEC-7). Required.
@@ -83,7 +92,7 @@ type Options struct {
 	Registry *runtime.Registry
 	// Store records catalog changes (mcp_catalog_history) and refusals (audit_log).
 	// Required.
-	Store store.Store
+	Store Store
 	// Egress is the guard of tenant-configured servers (MCP-4). Required when
 	// Server.ConfiguredBy is tenant; unused for operator servers.
 	Egress *Egress

@@ -136,10 +136,10 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 	case "InvocationInsert":
 		p := sc.Insert
 		var owner, leaseUS any
-		attempt := 0
-		if p.Status == store.StatusRunning {
-			owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+		if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+			owner, leaseUS = o, lease.Microseconds()
 		}
+		attempt, settled := p.Attempt(), p.Settlement()
 		var idemWhen any
 		if p.IdempotentWhen != nil {
 			idemWhen = *p.IdempotentWhen
@@ -150,7 +150,7 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 			"tool_sha256": p.ToolSHA256,
 			"idempotency": p.Idempotency, "idempotent_when": idemWhen, "args": nullJSON(p.Args),
 			"args_hash": p.ArgsHash, "origin_trust": p.OriginTrust, "argument_trust": p.ArgumentTrust, "mode": p.Mode,
-			"decision": p.Decision, "status": string(p.Status), "reason_code": p.ReasonCode, "outcome": nullJSON(p.Outcome),
+			"decision": p.Decision, "status": string(p.Status()), "reason_code": settled.ReasonCode, "outcome": nullJSON(settled.Outcome),
 			"lease_owner": owner, "lease_us": leaseUS, "attempt": attempt,
 		}
 	case "InvocationMarkEffectSentIfLeased":

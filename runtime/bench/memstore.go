@@ -66,11 +66,12 @@ func (m *MemStore) InvocationInsert(_ context.Context, p store.InsertParams) (*s
 		RunID: p.RunID, Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion, ToolSHA256: p.ToolSHA256,
 		Idempotency: p.Idempotency, IdempotentWhen: p.IdempotentWhen, Args: p.Args, ArgsHash: p.ArgsHash,
 		OriginTrust: p.OriginTrust, ArgumentTrust: p.ArgumentTrust, Mode: p.Mode, Decision: p.Decision,
-		Status: p.Status, ReasonCode: p.ReasonCode, Outcome: p.Outcome, CreatedAt: now, UpdatedAt: now,
+		Status: p.Status(), ReasonCode: p.Settlement().ReasonCode, Outcome: p.Settlement().Outcome,
+		CreatedAt: now, UpdatedAt: now, Workspace: p.Workspace,
 	}
-	if p.Status == store.StatusRunning {
-		exp := now.Add(p.Lease)
-		inv.LeaseOwner, inv.LeaseExpiresAt, inv.Attempt = p.Owner, &exp, 1
+	if owner, lease := p.Lease(); p.Status() == store.StatusRunning {
+		exp := now.Add(lease)
+		inv.LeaseOwner, inv.LeaseExpiresAt, inv.Attempt = owner, &exp, p.Attempt()
 	}
 	m.byKey[p.Key] = inv
 	m.byID[inv.ID] = inv

@@ -32,7 +32,7 @@ const preloadRows = 100_000
 // BenchmarkPostgresCalls is (b) of issue 3: calls/s through the pipeline on
 // PostgreSQL at 1, 4 and 16 callers for each class, against pgbench running, in the
 // same run, on the same table, the statements the store issues for that class: the
-// SQL is read from runtime/store/postgres/queries.go, the parameter values are those
+// SQL is read from runtime/store/postgres/sql/*.sql, the parameter values are those
 // of a recorded pipeline call (key, args_hash, call_id, args and token vary per
 // transaction), each statement is its own transaction as in the store, -M prepared
 // (pgx caches prepared statements), as many clients as callers, and the pipeline's
@@ -57,7 +57,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	}
 	ctx := context.Background()
 	d := cellDuration(b)
-	queries := driverConsts(b, "postgres", "queries.go",
+	queries := driverQueries(b, "postgres",
 		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
 	_, schema := pgtest.Open(b) // the schema, migrated; dropped when the benchmark ends
@@ -72,7 +72,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	}
 	defer admin.Close(ctx)
 	reads := capture(b, Classes[0])
-	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, reads[2].Insert.Outcome); err != nil {
+	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, reads[2].Insert.Settlement().Outcome); err != nil {
 		b.Fatalf("preload: %v", err)
 	}
 	dir := b.TempDir()
@@ -181,7 +181,7 @@ var pgbenchVary = map[string]string{
 }
 
 // pgbenchScript turns the store calls of one pipeline call into a pgbench script:
-// each call's SQL from queries.go with its @parameters bound to pgbench variables
+// each call's SQL from sql/*.sql with its @parameters bound to pgbench variables
 // (-D, returned as defines), to NULL or an empty string literal (pgbench cannot
 // define an empty value), or to a per-transaction expression (pgbenchVary). An
 // insert followed by fenced writes keeps its returned row (\gset p_) for their id

@@ -20,7 +20,7 @@ import (
 // BenchmarkSQLiteCalls is (c) of issue 3: calls/s through the pipeline on SQLite at
 // 1, 4 and 16 callers for each class, against a raw database/sql loop in the same
 // run, on the same file: the statements the store issues for that class (SQL read
-// from runtime/store/sqlite/queries.go, values of a recorded pipeline call, key,
+// from runtime/store/sqlite/sql/*.sql, values of a recorded pipeline call, key,
 // args_hash, call_id, args and token varying per call), on connections opened with
 // the store's own settings (connParams of sqlite.go: WAL, synchronous=FULL,
 // busy_timeout, _txlock=immediate; one writer connection, `readers` query_only
@@ -38,7 +38,7 @@ import (
 func BenchmarkSQLiteCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
-	queries := driverConsts(b, "sqlite", "queries.go",
+	queries := driverQueries(b, "sqlite",
 		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
 	settings := driverConsts(b, "sqlite", "sqlite.go", "connParams", "readers")
@@ -72,7 +72,7 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 
 	reads := capture(b, Classes[0])
 	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
-		preloadRows, string(reads[2].Insert.Outcome)); err != nil {
+		preloadRows, string(reads[2].Insert.Settlement().Outcome)); err != nil {
 		b.Fatalf("preload: %v", err)
 	}
 	p, err := NewPipeline(st)

@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/toolgen/toolgen/runtime/internal/sqlfile"
 )
 
 // The baselines run the drivers' own SQL, read from their source files at run time
-// (the constants are unexported): a change to queries.go changes the baseline too.
+// (the .sql files of runtime/store/<driver>/sql, and constants of their Go files): a
+// change to the driver's SQL changes the baseline too.
 
 // runtimeDir is the directory of package runtime, found from this file's path (or,
 // built with -trimpath, from the working directory, which go test sets to the
@@ -110,4 +114,29 @@ func driverConsts(tb testing.TB, driver, file string, names ...string) map[strin
 		}
 	}
 	return c
+}
+
+// driverQueries returns the SQL of runtime/store/<driver>/sql/*.sql, its inclusions
+// expanded, keyed by the driver's Go names for them: statement InvocationInsert is
+// invocationInsertSQL, a fragment (nowMicros) keeps its name. It fails tb if one of
+// names is missing.
+func driverQueries(tb testing.TB, driver string, names ...string) map[string]string {
+	tb.Helper()
+	q, err := sqlfile.Load(os.DirFS(filepath.Join(runtimeDir(tb), "store", driver)), "sql/*.sql")
+	if err != nil {
+		tb.Fatalf("bench: read SQL: %v", err)
+	}
+	out := map[string]string{}
+	for name, sql := range q {
+		if first := name[:1]; first == strings.ToUpper(first) {
+			name = strings.ToLower(first) + name[1:] + "SQL"
+		}
+		out[name] = sql
+	}
+	for _, n := range names {
+		if out[n] == "" {
+			tb.Fatalf("bench: statement %s not found in runtime/store/%s/sql", n, driver)
+		}
+	}
+	return out
 }

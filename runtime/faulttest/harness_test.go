@@ -226,7 +226,7 @@ func (h *harness) openSQLite(t *testing.T) {
 	})
 	h.raw = s
 	h.expire = func(ctx context.Context) error {
-		// Times are microseconds since the epoch (runtime/store/sqlite/queries.go).
+		// Times are microseconds since the epoch (runtime/store/sqlite/sql/queries.sql).
 		_, err := db.ExecContext(ctx, `UPDATE tool_invocations SET lease_expires_at = lease_expires_at - 3600000000
 			WHERE status = 'RUNNING' AND lease_expires_at IS NOT NULL`)
 		return err

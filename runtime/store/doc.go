@@ -54,5 +54,50 @@
 // instead of polling it; a consumer asks for the role with [WakerOf] and polls as
 // before when the store has none.
 //
+// # Roles
+//
+// The port is split into role interfaces, the shape of River's riverdriver
+// (Driver, Executor, Listener), and each consumer asks for the roles it uses:
+//
+//   - [Invocations]: the rows of calls, their leases, fenced writes and recovery
+//     (the pipeline, the sweep, a worker's retries).
+//   - [Reviews]: the decisions people make — approvals of held calls and the review
+//     of UNCERTAIN rows (the approval service, the console).
+//   - [Audit]: the append-only audit log (protocol's WF-1 records, the upstream's
+//     refusals, the device gateway).
+//   - [CatalogHistory]: the upstream catalog's drift log (mcp/upstream).
+//   - [Events]: the event stream (the SSE handler, the console, the notifier).
+//   - [Sessions]: session ownership, modes and pinned catalogs (the registry's pins,
+//     the protocol's modes).
+//   - [DeploymentSecrets]: the secrets every host on one store shares.
+//   - [Tasks] and [MCPSessions]: the Tasks extension and the session-based MCP
+//     transport; both drivers implement them, a wrapper may not, so they are asked
+//     for by type assertion, as [Waker] is (through [WakerOf]).
+//
+// [Store] composes the roles every driver implements, with Close: what a host opens
+// and what a wrapper (a fault injector, a counting store) wraps. A consumer that
+// needs two roles names both (runtime.ApprovalStore, console.NotifierStore,
+// upstream.Store), never Store.
+//
+// # Constructors for the only valid writes
+//
+// A new row is built by the one constructor of its first status, never by filling a
+// struct whose fields matter only for some statuses: [InsertPending] and [InsertHeld]
+// (PENDING, attempt 0), [InsertRunning] (RUNNING under an owner's lease, attempt 1:
+// steps 7 and 10 fused), [InsertSettled] (a terminal row: a denial) and
+// [InsertRecordOnce] (the terminal row of a record-once read, which a driver may
+// commit without waiting for the disk). Each takes a [Call], the facts the row
+// records whatever its status. Terminal writes take a [Settlement], built by
+// [SettleSucceeded], [SettleFailed], [SettleDenied], [SettleUnavailable] or
+// [SettleUncertain] (and [Settlement.WithWatermarkMissing] for RT-13). What cannot be
+// built is refused by Validate in every driver alike (ErrInvalid).
+//
+// # Time in tests
+//
+// A driver opened with a [Clock] (sqlite.WithClock, postgres.WithClock) runs its
+// statements on the database clock plus the clock's offset, so the conformance suite
+// expires leases, idles sessions and ages cancellations by advancing it, never by
+// sleeping; see Clock for why the database stays the source of time.
+//
 // store must never import runtime, spec, codegen or mcp: it knows rows, not tools.
 package store

@@ -140,46 +140,6 @@ func (inv *Invocation) Fence() Fence {
 	return Fence{ID: inv.ID, Owner: inv.LeaseOwner, Attempt: inv.Attempt}
 }
 
-// InsertParams records a new invocation. Status is PENDING (an approval hold follows),
-// RUNNING (the PENDING record and the claim fused into one insert: Owner and Lease are
-// required, attempt is 1) or a terminal status (a denial, or an idempotent none/read
-// call recorded once, after it ran). Attempt counts claims: it is 1 for RUNNING and 0
-// otherwise. Owner and Lease are ignored unless Status is RUNNING.
-type InsertParams struct {
-	Key, Tenant, Principal, SessionID, RunID string
-	Step                                     int
-	CallID, Tool                             string
-	ToolVersion                              int
-	ToolSHA256                               string // the definition hash (Invocation.ToolSHA256)
-	Idempotency                              string
-	IdempotentWhen                           *bool
-	Args                                     json.RawMessage
-	ArgsHash                                 string
-	OriginTrust, ArgumentTrust, Mode         string
-	Decision                                 string
-	Status                                   Status
-	ReasonCode                               string
-	Outcome                                  json.RawMessage
-	Workspace                                string        // Invocation.Workspace
-	Owner                                    string        // RUNNING only
-	Lease                                    time.Duration // RUNNING only
-	// Relaxed marks the terminal row of a record-once call (an idempotent none/read
-	// call, RT-3): losing it to a power failure — never to a process crash — only means
-	// the read runs again when the caller retries, exactly as if it had crashed before
-	// step 13. A driver may then commit without waiting for the disk (SQLite: this one
-	// commit with synchronous=NORMAL; the next FULL commit makes it durable too).
-	// Drivers that cannot relax one commit ignore it (PostgreSQL).
-	Relaxed bool
-}
-
-// Settlement is the terminal write of an attempt (step 13).
-type Settlement struct {
-	Status           Status // a terminal status
-	ReasonCode       string
-	Outcome          json.RawMessage
-	WatermarkMissing bool
-}
-
 // Sweep defaults, used for zero fields of SweepParams.
 const (
 	DefaultSweepLimit  = 100
@@ -197,7 +157,7 @@ type ToolRef struct {
 }
 
 // GenerationParams selects the generations of a derived call id
-// (Store.InvocationGetLatestGeneration).
+// (Invocations.InvocationGetLatestGeneration).
 type GenerationParams struct {
 	Tenant, RunID string
 	Step          int
@@ -260,7 +220,7 @@ func (p SweepParams) WithDefaults() SweepParams {
 }
 
 // RetryableParams selects the PENDING rows a worker may claim now (see
-// Store.InvocationListRetryable).
+// Invocations.InvocationListRetryable).
 type RetryableParams struct {
 	Limit int // <= 0: no limit
 	Claimable
@@ -268,7 +228,7 @@ type RetryableParams struct {
 
 // Unclaimable counts the rows recovery would act on now — RUNNING and unsuspended with
 // an expired lease, or PENDING and claimable — that a worker left alone because they
-// are not its tools' (Store.InvocationCountUnclaimable).
+// are not its tools' (Invocations.InvocationCountUnclaimable).
 type Unclaimable struct {
 	// NotRegistered: the row's tool is not among the worker's tools at all.
 	NotRegistered int
@@ -306,7 +266,7 @@ type ToolPin struct {
 	SHA256 string
 }
 
-// PinEpoch is a forced epoch as the store applies it (Store.SessionPinsForceEpoch).
+// PinEpoch is a forced epoch as the store applies it (Sessions.SessionPinsForceEpoch).
 type PinEpoch struct {
 	// Prefix selects the re-pinned tools ("mcp.SERVER."): required.
 	Prefix string
@@ -481,22 +441,32 @@ type EventFilter struct {
 	Limit     int         // <= 0: no limit
 }
 
-// Store is the persistence port. Every method that writes is exactly one transaction
-// (one commit), whatever it returns; the others only read. It is safe for concurrent
-// use by many goroutines and, for drivers that support it, many processes.
+// The store is split into role interfaces, River's Driver/Executor/Listener shape:
+// each consumer asks for the roles it uses ([Invocations], [Reviews], [Audit],
+// [CatalogHistory], [Events], [Sessions], [DeploymentSecrets], and the optional roles
+// [Tasks], [MCPSessions] and [Waker]), and [Store] composes the roles every driver
+// implements, for the code that wires a store up (a host, the pipeline, a wrapper).
+//
+// Every method that writes is exactly one transaction (one commit), whatever it
+// returns; the others only read. Every role is safe for concurrent use by many
+// goroutines and, for drivers that support it, many processes. A limit <= 0 on a list
+// method means no limit.
+
+// Invocations is the role of the pipeline and of recovery: the tool_invocations rows
+// (ST-4), their leases and their fenced writes.
 //
 // A fenced write (the ...IfLeased methods) matches its row only WHERE id = ? AND
 // status = 'RUNNING' AND lease_owner = ? AND attempt = ? AND suspended_at IS NULL;
 // matching nothing is ErrLeaseLost, except where a method names its lost-ack case.
-// All times that decide leases come from the database clock, never the caller's.
-//
-// Limits: a limit <= 0 on a list method means no limit.
-type Store interface {
-	// InvocationInsert records a new invocation (step 7, fused with step 10 when the
-	// status is RUNNING: lease_expires_at = db-now + Lease, attempt 1). If the key
-	// already exists nothing is written and the existing row is returned with inserted
-	// false (step 8 then decides). ErrInvalid for an unknown status, or RUNNING without
-	// Owner or a positive Lease.
+// All times that decide leases come from the store's clock (the database clock; see
+// package doc), never the caller's.
+type Invocations interface {
+	// InvocationInsert records a new invocation (step 7, fused with step 10 for
+	// InsertRunning: lease_expires_at = db-now + lease, attempt 1). If the key already
+	// exists nothing is written and the existing row is returned with inserted false
+	// (step 8 then decides). ErrInvalid for parameters p.Validate refuses (not built by
+	// a constructor, RUNNING without an owner or a positive lease, a settled insert to a
+	// non-terminal status).
 	InvocationInsert(ctx context.Context, p InsertParams) (inv *Invocation, inserted bool, err error)
 	// InvocationGet and InvocationGetByKey read one row; ErrNotFound if there is none.
 	InvocationGet(ctx context.Context, id int64) (*Invocation, error)
@@ -578,6 +548,23 @@ type Store interface {
 	// with these tools leaves for another (the recovery report's "skipped"), of tenant
 	// ("" for every tenant). It reads only.
 	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef, tenant string) (Unclaimable, error)
+	// InvocationGetLatestGeneration returns the latest row of a call whose id was
+	// derived (SES-2): of p's tenant, run, step and arguments hash, with call id
+	// p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded (they
+	// are recorded under keys of their own). ErrNotFound if there is none. It reads only.
+	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (*Invocation, error)
+	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
+	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
+	// in a run of the same id neither trip the breaker nor can be detected through it.
+	InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (BreakerCounts, error)
+	// InvocationList lists the rows f selects, in id order (toolrun's approvals queue
+	// and audit view). It reads only.
+	InvocationList(ctx context.Context, f InvocationFilter) ([]*Invocation, error)
+}
+
+// Reviews is the role of the people who decide: approvals of held calls (POL-3) and
+// the review of UNCERTAIN rows (SES-2). Each decision commits with its audit entry.
+type Reviews interface {
 	// InvocationListUncertain is the review queue of one tenant ("" for all): UNCERTAIN
 	// rows not yet resolved, oldest first.
 	InvocationListUncertain(ctx context.Context, tenant string) ([]*Invocation, error)
@@ -596,33 +583,26 @@ type Store interface {
 	// or already resolved, ErrNotFound if there is none, ErrInvalid for another
 	// resolution, an empty by, or happened without an outcome.
 	InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *AuditEntry) (*Invocation, error)
-	// InvocationGetLatestGeneration returns the latest row of a call whose id was
-	// derived (SES-2): of p's tenant, run, step and arguments hash, with call id
-	// p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded (they
-	// are recorded under keys of their own). ErrNotFound if there is none. It reads only.
-	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (*Invocation, error)
-	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
-	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
-	// in a run of the same id neither trip the breaker nor can be detected through it.
-	InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (BreakerCounts, error)
-
 	// ApprovalDecide records an approval or denial of a held invocation (DecidedAt is
 	// the database clock). The invocation must exist in a.Tenant, else ErrNotFound.
 	// Deciding twice is ErrConflict. audit, when not nil, is appended in the same
 	// transaction (HOST-2); its Tenant must be a.Tenant (ErrInvalid otherwise).
 	ApprovalDecide(ctx context.Context, a Approval, audit *AuditEntry) error
 	ApprovalGet(ctx context.Context, key string) (*Approval, error)
+}
 
+// Audit is the append-only audit log (WF-5).
+type Audit interface {
 	// AuditAppend appends one entry (the log is append-only) and returns its id; ids
 	// increase. AuditList pages by id: entries with id > afterID of tenant ("" for
 	// all), in id order.
 	AuditAppend(ctx context.Context, e AuditEntry) (int64, error)
 	AuditList(ctx context.Context, tenant string, afterID int64, limit int) ([]AuditEntry, error)
+}
 
-	// InvocationList lists the rows f selects, in id order (toolrun's approvals queue
-	// and audit view). It reads only.
-	InvocationList(ctx context.Context, f InvocationFilter) ([]*Invocation, error)
-
+// Sessions is the role of the session tables (SES-1, MCP-7): who owns a session id,
+// its protocol mode and its pinned catalog, all keyed by (tenant, session id).
+type Sessions interface {
 	// SessionModeGet returns the current protocol mode (WF-4) of a tenant's session;
 	// ErrNotFound if none was set. SessionModeSet records it (insert or update), one
 	// commit; ErrInvalid for an empty session id or mode. Modes are keyed by (tenant,
@@ -653,12 +633,18 @@ type Store interface {
 	// others are kept. One commit; returns the number of catalogs that received
 	// e.Pins. ErrInvalid for an empty prefix or a pin outside it.
 	SessionPinsForceEpoch(ctx context.Context, e PinEpoch) (int, error)
+}
 
+// CatalogHistory is the log of upstream catalog changes (mcp_catalog_history, MCP-7).
+type CatalogHistory interface {
 	// CatalogHistoryAppend appends one catalog change; CatalogHistoryList lists those of
 	// one server ("" for all) in id order.
 	CatalogHistoryAppend(ctx context.Context, c CatalogChange) (int64, error)
 	CatalogHistoryList(ctx context.Context, serverID string) ([]CatalogChange, error)
+}
 
+// Events is the event stream (EV-1).
+type Events interface {
 	// EventAppend appends an event that no row reports by itself (device_connected,
 	// ...), one commit, and returns its id; the store sets its cursor and time. The
 	// milestones of invocations and the catalog history need no call: the store
@@ -670,12 +656,29 @@ type Store interface {
 	// return before the last event of this one (see EventCursor), so paging with the
 	// last cursor misses nothing. ErrInvalid for a cursor this driver never formats.
 	EventList(ctx context.Context, f EventFilter) ([]Event, error)
+}
 
+// DeploymentSecrets keeps the secrets every host on one store shares (issue 14).
+type DeploymentSecrets interface {
 	// DeploymentSecretGetOrCreate returns the secret stored under name, storing
 	// candidate first when there is none: every host on one store gets the same bytes,
 	// whichever asked first (the key of the derived call ids, issue 14). One commit.
 	// ErrInvalid for an empty name or a candidate shorter than MinSecretBytes.
 	DeploymentSecretGetOrCreate(ctx context.Context, name string, candidate []byte) ([]byte, error)
+}
+
+// Store is every role a driver implements, and Close: what a host opens and hands
+// out role by role. Tasks, MCPSessions and Waker are roles of their own that both
+// drivers implement too, but a wrapper or a test double may not; ask for them by type
+// assertion (a consumer that cannot get one degrades, as its doc says).
+type Store interface {
+	Invocations
+	Reviews
+	Audit
+	Sessions
+	CatalogHistory
+	Events
+	DeploymentSecrets
 
 	Close() error
 }

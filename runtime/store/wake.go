@@ -27,15 +27,15 @@ type TopicKind uint8
 
 const (
 	// TopicApproval: a decision (approval or denial) on one held call
-	// (Store.ApprovalDecide).
+	// (Reviews.ApprovalDecide).
 	TopicApproval TopicKind = iota + 1
 	// TopicCall: one call's row changed status (claimed, settled, released,
 	// resolved, ...).
 	TopicCall
 	// TopicEvents: an event of one tenant was appended (a call's milestone,
-	// Store.EventAppend, a catalog change's catalog_drift), or of any tenant.
+	// Events.EventAppend, a catalog change's catalog_drift), or of any tenant.
 	TopicEvents
-	// TopicCatalog: a catalog change was appended (Store.CatalogHistoryAppend: drift,
+	// TopicCatalog: a catalog change was appended (CatalogHistory.CatalogHistoryAppend: drift,
 	// forced epochs).
 	TopicCatalog
 )

@@ -317,7 +317,7 @@ type inserted struct {
 // The writes.
 
 func (f *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*store.Invocation, bool, error) {
-	r, err := inject(f, ctx, insertPoint(p.Status), func(ctx context.Context) (inserted, error) {
+	r, err := inject(f, ctx, insertPoint(p.Status()), func(ctx context.Context) (inserted, error) {
 		inv, ok, err := f.s.InvocationInsert(ctx, p)
 		return inserted{inv, ok}, err
 	})

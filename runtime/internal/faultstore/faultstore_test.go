@@ -29,12 +29,11 @@ func openSQLite(t *testing.T) store.Store {
 }
 
 func running(key string) store.InsertParams {
-	return store.InsertParams{
+	return store.InsertRunning(store.Call{
 		Key: key, Tenant: "acme", Principal: "alice", RunID: "r1", Step: 1, CallID: key,
 		Tool: "t.send", ToolVersion: 1, Idempotency: store.IdempotencyNonIdempotent,
 		Args: []byte(`{}`), ArgsHash: "h-" + key, Decision: store.DecisionAllow,
-		Status: store.StatusRunning, Owner: "w1", Lease: time.Minute,
-	}
+	}, "w1", time.Minute)
 }
 
 func newFault(t *testing.T, s store.Store, rules ...faultstore.Rule) *faultstore.Store {

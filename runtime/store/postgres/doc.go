@@ -11,7 +11,9 @@
 //     that SELECT, so a row of another tool is never locked.
 //   - A decision or a review and its audit entry are one statement (data-modifying
 //     WITH): they commit together or not at all (HOST-2).
-//   - Lease times come from now() in the statement (the database clock).
+//   - Lease times come from now() in the statement (the database clock). A test store
+//     opened [WithClock] runs its statements with now() shifted by the clock's offset
+//     (store.Clock), so the database stays the one source of time.
 //   - synchronous_commit stays on: [Open] refuses a DSN that turns it off, because a
 //     watermark must be durable before the effect it guards.
 //   - [WithSchema] keeps the tables in one schema (search_path), so tests run each in a
@@ -28,10 +30,12 @@
 //
 // Statements run on a bounded pgxpool (pool.go), prepared and cached per connection
 // (pgx's default exec mode). The hot path is kept close to a bare pgx loop: the SQL
-// is written with @name parameters (queries.go) but compiled once, at init, to $n
-// with a fixed argument order, so no call rewrites SQL or builds a map; and
+// is written with @name parameters (sql/*.sql, named sections read through embed by
+// runtime/internal/sqlfile) but compiled once, at init, to $n with a fixed argument
+// order, so no call rewrites SQL (but a test store's, WithClock) or builds a map; and
 // invocation rows are decoded from their wire bytes (scan.go) rather than through
 // pgx's per-statement scan plans.
 //
-// This package must never import runtime, spec, codegen or mcp — only runtime/store.
+// This package must never import runtime, spec, codegen or mcp — only runtime/store
+// (and runtime/internal/sqlfile, which reads its SQL).
 package postgres

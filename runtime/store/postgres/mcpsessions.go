@@ -16,53 +16,15 @@ import (
 var (
 	_ store.MCPSessions = (*Store)(nil)
 	_ store.Tasks       = (*Store)(nil)
-)
 
-var (
-	mcpSessionCreate = compile(`
-INSERT INTO mcp_sessions (session_id, tenant, user_id, protocol_version, state)
-VALUES (@session_id, @tenant, @user_id, @protocol_version, @state::json)`,
+	mcpSessionCreate = compile(queries.Get("MCPSessionCreate"),
 		"session_id", "tenant", "user_id", "protocol_version", "state")
-
-	// A live session: not ended and, when @idle_us > 0, seen within it.
-	mcpSessionGet = compile(`
-SELECT session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at FROM mcp_sessions
-WHERE session_id = @session_id AND ended_at IS NULL
-	AND (@idle_us::bigint <= 0 OR last_seen_at > now() - make_interval(secs => @idle_us::bigint / 1e6))`,
-		"session_id", "idle_us")
-
-	mcpSessionTouch = compile(`
-UPDATE mcp_sessions SET last_seen_at = now(), state = COALESCE(@state::json, state)
-WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "session_id", "tenant", "state")
-
-	mcpSessionEnd = compile(`
-UPDATE mcp_sessions SET ended_at = now()
-WHERE session_id = @session_id AND tenant = @tenant AND ended_at IS NULL`, "session_id", "tenant")
-
-	// mcpCancelRecord records a cancellation and forgets the old ones, in one statement.
-	mcpCancelRecord = compile(`
-WITH forget AS (
-	DELETE FROM mcp_cancellations WHERE created_at < now() - make_interval(secs => @retention_us::bigint / 1e6)
-)
-INSERT INTO mcp_cancellations (session_id, request_id) VALUES (@session_id, @request_id)`, "retention_us", "session_id", "request_id")
-	mcpCancelsSince = compile(`
-SELECT id, session_id, request_id FROM mcp_cancellations
-WHERE id > @after_id AND created_at >= now() - make_interval(secs => @max_age_us::bigint / 1e6)
-ORDER BY id LIMIT @limit`, "after_id", "max_age_us", "limit")
-
-	// invocationCancelPending settles a PENDING row of the tenant and, when
-	// @with_audit, appends the audit entry in the same statement (HOST-2).
-	invocationCancelPending = compile(`
-WITH cancelled AS (
-	UPDATE tool_invocations
-	SET status = @status, reason_code = @reason_code, outcome = @outcome::json, updated_at = now()
-	WHERE id = @id AND tenant = @tenant AND status = 'PENDING'
-	RETURNING `+invocationColumns+`
-), audit AS (
-	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
-	SELECT `+auditValues+` FROM cancelled WHERE @with_audit::boolean
-)
-SELECT `+invocationColumns+` FROM cancelled`,
+	mcpSessionGet           = compile(queries.Get("MCPSessionGet"), "session_id", "idle_us")
+	mcpSessionTouch         = compile(queries.Get("MCPSessionTouch"), "session_id", "tenant", "state")
+	mcpSessionEnd           = compile(queries.Get("MCPSessionEnd"), "session_id", "tenant")
+	mcpCancelRecord         = compile(queries.Get("MCPCancelRecord"), "retention_us", "session_id", "request_id")
+	mcpCancelsSince         = compile(queries.Get("MCPCancelsSince"), "after_id", "max_age_us", "limit")
+	invocationCancelPending = compile(queries.Get("InvocationCancelPending"),
 		append([]string{"id", "tenant", "status", "reason_code", "outcome", "with_audit"}, auditParams...)...)
 )
 

@@ -43,12 +43,20 @@ type options struct {
 	maxConns     int
 	wakeFallback time.Duration
 	noWakeups    bool
+	clock        *store.Clock
 }
 
 // WithSchema keeps every table in schema (created if missing): the connections'
 // search_path is set to it. Tests use a fresh schema each.
 func WithSchema(schema string) Option {
 	return func(o *options) { o.schema = schema }
+}
+
+// WithClock runs the store's statements on clock (store.Clock): now() plus the
+// clock's offset in every statement the store runs on its pool. For tests: a store
+// without one runs the SQL of sql/*.sql unchanged, on the database clock.
+func WithClock(clock *store.Clock) Option {
+	return func(o *options) { o.clock = clock }
 }
 
 // WithMaxConns bounds the pool (default max(4, NumCPU)).
@@ -78,7 +86,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		o.wakeFallback = DefaultWakeFallback
 	}
 	listenCfg := cfg.Copy() // before the pool owns cfg
-	pl, err := newPool(ctx, cfg, o.maxConns)
+	pl, err := newPool(ctx, cfg, o.maxConns, o.clock)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -165,14 +173,14 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		return nil, false, err
 	}
 	var owner, leaseUS any // NULL unless RUNNING
-	attempt := 0
-	if p.Status == store.StatusRunning {
-		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+		owner, leaseUS = o, lease.Microseconds()
 	}
+	settled := p.Settlement()
 	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
 		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
-		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status), p.ReasonCode, nullJSON(p.Outcome),
-		owner, leaseUS, attempt, p.Workspace)
+		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status()), settled.ReasonCode, nullJSON(settled.Outcome),
+		owner, leaseUS, p.Attempt(), p.Workspace)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err == nil, err
 	}

@@ -30,13 +30,13 @@ func dsn(t testing.TB) string {
 }
 
 // newTestStore opens a store in a fresh schema toolgen_test_<random>, dropped at cleanup.
-func newTestStore(t testing.TB) *Store {
+func newTestStore(t testing.TB, opts ...Option) *Store {
 	t.Helper()
 	dsn := dsn(t)
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "toolgen_test_" + hex.EncodeToString(b)
-	s, err := Open(t.Context(), dsn, WithSchema(schema), WithMaxConns(8))
+	s, err := Open(t.Context(), dsn, append([]Option{WithSchema(schema), WithMaxConns(8)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +60,10 @@ func newTestStore(t testing.TB) *Store {
 func TestConformance(t *testing.T) {
 	dsn := dsn(t)
 	storetest.Run(t,
-		func(t *testing.T) store.Store { return newTestStore(t) },
+		func(t *testing.T, clock *store.Clock) store.Store { return newTestStore(t, WithClock(clock)) },
 		// another handle on the same schema: its own pool, as another worker has
-		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
-			other, err := Open(t.Context(), dsn, WithSchema(s.(*Store).schema))
+		storetest.WithReopen(func(t *testing.T, s store.Store, clock *store.Clock) store.Store {
+			other, err := Open(t.Context(), dsn, WithSchema(s.(*Store).schema), WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestMigrations_DownThenUp(t *testing.T) {
 	if err := s.migrateUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k", Status: store.StatusPending}); err != nil {
+	if _, _, err := s.InvocationInsert(ctx, store.InsertPending(store.Call{Key: "k"})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -206,14 +206,14 @@ func TestDecodeInvocation_TextResults(t *testing.T) {
 	}
 	defer simple.Close()
 	yes := true
-	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "nulls", Status: store.StatusPending}); err != nil {
+	if _, _, err := s.InvocationInsert(ctx, store.InsertPending(store.Call{Key: "nulls"})); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "set", Tenant: "acme", Principal: "alice",
+	if _, _, err := s.InvocationInsert(ctx, store.InsertSettled(store.Call{Key: "set", Tenant: "acme", Principal: "alice",
 		SessionID: "s1", RunID: "r1", Step: 3, CallID: "c1", Tool: "t.x", ToolVersion: 2,
 		Idempotency: "conditionally_idempotent", IdempotentWhen: &yes, Args: []byte(`{"a": [1, 2]}`),
-		ArgsHash: "h1", OriginTrust: "user", ArgumentTrust: "tool", Mode: "m", Decision: "allow",
-		Status: store.StatusPending, ReasonCode: "r", Outcome: []byte(`{"ok":true}`)}); err != nil {
+		ArgsHash: "h1", OriginTrust: "user", ArgumentTrust: "tool", Mode: "m", Decision: "allow"},
+		store.SettleUncertain("r", []byte(`{"ok":true}`)))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.pool.Exec(ctx, `UPDATE tool_invocations SET status = 'UNCERTAIN', attempt = 2, watermark_missing = true,
@@ -311,7 +311,7 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 		!strings.HasPrefix(moved, "k-refused"+store.RefusalKeySuffix) {
 		t.Fatalf("the refusal's key: %q, %v", moved, err)
 	}
-	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k-u", Tenant: "acme", Status: store.StatusUncertain})
+	inv, _, err := s.InvocationInsert(ctx, store.InsertSettled(store.Call{Key: "k-u", Tenant: "acme"}, store.Settlement{Status: store.StatusUncertain}))
 	if err != nil {
 		t.Fatal(err)
 	}

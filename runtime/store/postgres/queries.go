@@ -1,288 +1,62 @@
 package postgres
 
 import (
+	"embed"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/toolgen/toolgen/runtime/internal/sqlfile"
 )
 
-// SQL of the PostgreSQL driver. Parameters are written @name for readability (and
-// runtime/bench reads these constants, @names included, to build its pgbench
-// scripts); the var block at the end compiles each statement once into $n SQL
-// (see compile). Times come from now() inside the statement (the database clock);
-// each statement runs in its own transaction, so now() is the statement's time.
+// SQL of the PostgreSQL driver, in the .sql files of sql/ (read by sqlfile: a section
+// per statement, fragments included as {{name}}). Parameters are written @name for
+// readability (and runtime/bench reads these files, @names included, to build its
+// pgbench scripts); the var blocks compile each statement once into $n SQL (see
+// compile). Times come from now() inside the statement (the database clock); each
+// statement runs in its own transaction, so now() is the statement's time. A store
+// opened WithClock runs its statements with now() shifted by the clock's offset
+// (clock.go).
 
-const invocationColumns = `id, key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status, reason_code,
-	outcome, effect_sent_at, earlier_effect_sent_at, watermark_missing, lease_owner, lease_expires_at, attempt,
-	suspended_at, resume_token, resolution, resolved_by, resolved_at, created_at, updated_at, workspace`
+//go:embed sql/*.sql
+var sqlFiles embed.FS
 
-// fenced is the predicate of every write after a claim.
-const fenced = `id = @id AND status = 'RUNNING' AND lease_owner = @owner AND attempt = @attempt AND suspended_at IS NULL`
+// queries are the sections of sql/*.sql, read once.
+var queries = sqlfile.MustLoad(sqlFiles, "sql/*.sql")
 
-// leaseEnd is db-now + @lease_us microseconds (NULL if @lease_us is NULL).
-const leaseEnd = `now() + @lease_us::bigint * interval '1 microsecond'`
-
-// toolMatches is true when the row aliased t is a call of one of the tools in @tools,
-// a JSON array of {"name", "version", "sha256"} (store.ToolRefsJSON): the same tool
-// and version, and the same definition hash unless the row has none (recorded before
-// migration 004). It is the Claimable filter of the recovery statements (LIFE-1),
-// tested inside the statement that selects the rows — in the sweep, below FOR UPDATE
-// SKIP LOCKED — so a row of another tool is never locked, counted against a limit or
-// written.
-const toolMatches = `EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text, version integer, sha256 text)
-	WHERE ref.name = t.tool AND ref.version = t.tool_version AND (t.tool_sha256 = '' OR t.tool_sha256 = ref.sha256))`
-
-// ofTenant is Claimable.Tenant on the row aliased t: @claim_tenant ” is every tenant.
-const ofTenant = `(@claim_tenant::text = '' OR t.tenant = @claim_tenant)`
-
-// claimable is store.Claimable: @tools NULL is AllTools.
-const claimable = `(@tools::jsonb IS NULL OR ` + toolMatches + `) AND ` + ofTenant
-
-// expiredLease and retryable select the rows recovery acts on (the sweep, the
-// retryable list), on the row aliased t.
-const (
-	expiredLease = `t.status = 'RUNNING' AND t.suspended_at IS NULL AND t.lease_expires_at < now()`
-	retryable    = `t.status = 'PENDING' AND (t.decision = 'allow'
-	OR (t.decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))`
-)
-
-const (
-	invocationInsertSQL = `
-INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
-	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
-	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at, workspace)
-VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
-	@tool_sha256, @idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
-	@outcome, @lease_owner, ` + leaseEnd + `, @attempt, now(), now(), @workspace)
-ON CONFLICT (key) DO NOTHING
-RETURNING ` + invocationColumns
-
-	invocationGetSQL              = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE id = @id`
-	invocationGetByKeySQL         = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE key = @key`
-	invocationGetByResumeTokenSQL = `SELECT ` + invocationColumns + ` FROM tool_invocations WHERE resume_token = @token`
-
-	invocationClaimIfPendingSQL = `
-UPDATE tool_invocations
-SET status = 'RUNNING', attempt = attempt + 1, lease_owner = @owner, lease_expires_at = ` + leaseEnd + `, updated_at = now()
-WHERE id = @id AND status = 'PENDING'
-RETURNING ` + invocationColumns
-
-	// The lost-ack case is in the predicate: a retry with the same token matches again.
-	invocationMarkEffectSentIfLeasedSQL = `
-UPDATE tool_invocations
-SET effect_sent_at = COALESCE(effect_sent_at, now()), effect_token = @token, updated_at = now()
-WHERE ` + fenced + ` AND lease_expires_at > now()
-	AND (effect_sent_at IS NULL OR effect_token = @token)`
-
-	// invocationFenceHoldsSQL tells a lost lease from a foreign token after a zero-row watermark.
-	invocationFenceHoldsSQL = `
-SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE ` + fenced + ` AND lease_expires_at > now())`
-
-	invocationSettleIfLeasedSQL = `
-UPDATE tool_invocations
-SET status = @status, reason_code = @reason_code, outcome = @outcome, watermark_missing = @watermark_missing,
-	lease_expires_at = NULL, updated_at = now()
-WHERE ` + fenced
-
-	invocationReleaseIfLeasedSQL = `
-UPDATE tool_invocations
-SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
-	earlier_effect_sent_at = COALESCE(earlier_effect_sent_at, effect_sent_at),
-	effect_sent_at = NULL, effect_token = NULL, updated_at = now()
-WHERE ` + fenced
-	// invocationReleasedAtSQL is the release's lost-ack check.
-	invocationReleasedAtSQL = `
-SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id AND status = 'PENDING' AND attempt = @attempt)`
-
-	// invocationSettledByFenceSQL is the settle's lost-ack check: settled by this fence, same status.
-	invocationSettledByFenceSQL = `
-SELECT EXISTS (SELECT 1 FROM tool_invocations
-	WHERE id = @id AND status = @status AND lease_owner = @owner AND attempt = @attempt AND suspended_at IS NULL)`
-
-	invocationSuspendIfLeasedSQL = `
-UPDATE tool_invocations
-SET suspended_at = now(), resume_token = @resume_token, outcome = @outcome, lease_expires_at = NULL, updated_at = now()
-WHERE ` + fenced
-
-	// invocationSuspendedByFenceSQL is the suspend's lost-ack check.
-	invocationSuspendedByFenceSQL = `
-SELECT EXISTS (SELECT 1 FROM tool_invocations
-	WHERE id = @id AND status = 'RUNNING' AND lease_owner = @owner AND attempt = @attempt
-		AND suspended_at IS NOT NULL AND resume_token = @resume_token)`
-
-	invocationResumeTokenTakenSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE resume_token = @resume_token)`
-
-	invocationResumeSQL = `
-UPDATE tool_invocations
-SET status = @status, reason_code = @reason_code, outcome = @outcome, watermark_missing = @watermark_missing,
-	updated_at = now()
-WHERE resume_token = @resume_token AND status = 'RUNNING' AND suspended_at IS NOT NULL
-RETURNING ` + invocationColumns
-
-	invocationRenewLeasesSQL = `
-UPDATE tool_invocations
-SET lease_expires_at = ` + leaseEnd + `, updated_at = now()
-WHERE lease_owner = @owner AND status = 'RUNNING' AND suspended_at IS NULL AND lease_expires_at > now()
-  AND id = ANY(@ids)`
-
-	// invocationSweepSQL is RT-4 in one statement (ST-3): lock up to @limit expired
-	// leases that no other sweeper holds, decide each from its recorded facts, and
-	// reclaim it (clearing the fence).
-	invocationSweepSQL = `
-WITH swept AS (
-	SELECT id AS swept_id,
-		CASE
-			WHEN effect_sent_at IS NOT NULL
-				AND NOT (idempotency = 'idempotent'
-					OR (idempotency = 'conditionally_idempotent' AND idempotent_when IS TRUE))
-				THEN 'UNCERTAIN'
-			WHEN attempt >= @max_attempts THEN 'FAILED'
-			ELSE 'PENDING'
-		END AS next_status
-	FROM tool_invocations AS t
-	WHERE ` + expiredLease + ` AND ` + claimable + `
-	ORDER BY lease_expires_at, id
-	LIMIT @limit
-	FOR UPDATE SKIP LOCKED
-)
-UPDATE tool_invocations
-SET status = swept.next_status,
-	reason_code = CASE swept.next_status
-		WHEN 'UNCERTAIN' THEN 'effect_may_have_happened'
-		WHEN 'FAILED' THEN 'crash_loop'
-		ELSE reason_code END,
-	earlier_effect_sent_at = CASE WHEN swept.next_status = 'PENDING'
-		THEN COALESCE(earlier_effect_sent_at, effect_sent_at) ELSE earlier_effect_sent_at END,
-	effect_sent_at = CASE WHEN swept.next_status = 'PENDING' THEN NULL ELSE effect_sent_at END,
-	effect_token = CASE WHEN swept.next_status = 'PENDING' THEN NULL ELSE effect_token END,
-	lease_owner = NULL,
-	lease_expires_at = NULL,
-	updated_at = now()
-FROM swept
-WHERE id = swept.swept_id AND status = 'RUNNING' AND suspended_at IS NULL
-RETURNING ` + invocationColumns
-
-	invocationListRetryableSQL = `
-SELECT ` + invocationColumns + ` FROM tool_invocations AS t
-WHERE ` + retryable + ` AND ` + claimable + `
-ORDER BY id
-LIMIT @limit`
-
-	// invocationCountUnclaimableSQL counts the rows the sweep or the retryable list
-	// would act on that @tools (never NULL here) does not match, split by whether a
-	// tool of the row's name is among them (a changed definition) or not. Two
-	// branches, so each reaches its rows through its own partial index.
-	invocationCountUnclaimableSQL = `
-SELECT
-	count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text)
-		WHERE ref.name = t.tool)),
-	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM jsonb_to_recordset(@tools::jsonb) AS ref(name text)
-		WHERE ref.name = t.tool))
-FROM (
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + expiredLease + ` AND ` + ofTenant + `
-	UNION ALL
-	SELECT t.tool, t.tool_version, t.tool_sha256 FROM tool_invocations AS t WHERE ` + retryable + ` AND ` + ofTenant + `
-) AS t
-WHERE NOT ` + toolMatches
-
-	invocationListUncertainSQL = `
-SELECT ` + invocationColumns + ` FROM tool_invocations
-WHERE status = 'UNCERTAIN' AND resolution = '' AND (@tenant::text = '' OR tenant = @tenant)
-ORDER BY id`
-
-	// invocationResolveUncertainSQL records the review and, when @with_audit, its
-	// audit entry, in one statement: both commit or neither (HOST-2). With the entry
-	// the review is confined to its tenant. A data-modifying WITH runs whether or not
-	// the outer query reads it.
-	invocationResolveUncertainSQL = `
-WITH resolved AS (
-	UPDATE tool_invocations
-	SET resolution = @resolution, resolved_by = @resolved_by, resolved_at = now(), updated_at = now(),
-		status = CASE @resolution::text WHEN 'happened' THEN 'SUCCEEDED' ELSE 'PENDING' END,
-		outcome = CASE @resolution::text WHEN 'happened' THEN @outcome::json ELSE outcome END,
-		earlier_effect_sent_at = CASE @resolution::text WHEN 'happened' THEN earlier_effect_sent_at
-			ELSE coalesce(earlier_effect_sent_at, effect_sent_at) END,
-		effect_sent_at = CASE @resolution::text WHEN 'happened' THEN effect_sent_at END,
-		lease_owner = CASE @resolution::text WHEN 'happened' THEN lease_owner END,
-		lease_expires_at = CASE @resolution::text WHEN 'happened' THEN lease_expires_at END
-	WHERE id = @id AND status = 'UNCERTAIN' AND resolution = ''
-		AND (NOT @with_audit::boolean OR tenant = @audit_tenant::text)
-	RETURNING ` + invocationColumns + `
-), audit AS (
-	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
-	SELECT ` + auditValues + ` FROM resolved WHERE @with_audit::boolean
-)
-SELECT ` + invocationColumns + ` FROM resolved`
-
-	// invocationExistsSQL: the row exists (in @tenant, unless NULL).
-	invocationExistsSQL = `SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = @id AND (@tenant::text IS NULL OR tenant = @tenant))`
-
-	invocationBreakerCountsSQL = `
-SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0
-FROM tool_invocations
-WHERE tenant = @tenant AND run_id = @run_id AND args_hash = @args_hash`
-
-	// invocationGetLatestGenerationSQL: the latest row of a derived call id's
-	// generations (base, base-1, base-2, ...), refusal rows excluded; through the
-	// breaker's index.
-	invocationGetLatestGenerationSQL = `
-SELECT ` + invocationColumns + ` FROM tool_invocations
-WHERE tenant = @tenant AND run_id = @run_id AND args_hash = @args_hash AND step_number = @step
-	AND (call_id = @base OR left(call_id, length(@base::text) + 1) = @base::text || '-')
-	AND strpos(key, ':refused:') = 0
-ORDER BY id DESC
-LIMIT 1`
-)
-
-// auditValues are the columns of an audit entry passed as @audit_* parameters (the
-// audit entry of a decision, HOST-2), then the database clock.
-const auditValues = `@audit_tenant::text, @audit_kind::text, @audit_principal::text, @audit_session_id::text,
-		@audit_mode::text, @audit_tool::text, @audit_key::text, @audit_detail::json, now()`
-
-const (
-	// approvalDecideSQL inserts only for an invocation of the tenant, and only once,
-	// and, when @with_audit, the decision's audit entry in the same statement: both
-	// commit or neither (HOST-2). It returns whether the decision was recorded.
-	approvalDecideSQL = `
-WITH decided AS (
-	INSERT INTO approvals (key, tenant, approved, decided_by, reason, decided_at)
-	SELECT key, tenant, @approved::boolean, @decided_by::text, @reason::text, now()
-	FROM tool_invocations WHERE key = @key AND tenant = @tenant
-	ON CONFLICT (key) DO NOTHING
-	RETURNING key
-), audit AS (
-	INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
-	SELECT ` + auditValues + ` FROM decided WHERE @with_audit::boolean
-)
-SELECT EXISTS (SELECT 1 FROM decided)`
-
-	approvalExistsSQL = `SELECT EXISTS (SELECT 1 FROM approvals WHERE key = @key)`
-	approvalGetSQL    = `SELECT key, tenant, approved, decided_by, reason, decided_at FROM approvals WHERE key = @key`
-)
-
-const (
-	auditAppendSQL = `
-INSERT INTO audit_log (tenant, kind, principal, session_id, mode, tool, key, detail, at)
-VALUES (@tenant, @kind, @principal, @session_id, @mode, @tool, @key, @detail, now())
-RETURNING id`
-
-	auditListSQL = `
-SELECT id, tenant, kind, principal, session_id, mode, tool, key, detail, at FROM audit_log
-WHERE id > @after_id AND (@tenant::text = '' OR tenant = @tenant)
-ORDER BY id
-LIMIT @limit`
-
-	catalogHistoryAppendSQL = `
-INSERT INTO mcp_catalog_history (server_id, tool, change, sha256, detail, at)
-VALUES (@server_id, @tool, @change, @sha256, @detail, now())
-RETURNING id`
-
-	catalogHistoryListSQL = `
-SELECT id, server_id, tool, change, sha256, detail, at FROM mcp_catalog_history
-WHERE @server_id::text = '' OR server_id = @server_id
-ORDER BY id`
+var (
+	invocationInsertSQL                 = queries.Get("InvocationInsert")
+	invocationGetSQL                    = queries.Get("InvocationGet")
+	invocationGetByKeySQL               = queries.Get("InvocationGetByKey")
+	invocationGetByResumeTokenSQL       = queries.Get("InvocationGetByResumeToken")
+	invocationClaimIfPendingSQL         = queries.Get("InvocationClaimIfPending")
+	invocationMarkEffectSentIfLeasedSQL = queries.Get("InvocationMarkEffectSentIfLeased")
+	invocationFenceHoldsSQL             = queries.Get("InvocationFenceHolds")
+	invocationSettleIfLeasedSQL         = queries.Get("InvocationSettleIfLeased")
+	invocationReleaseIfLeasedSQL        = queries.Get("InvocationReleaseIfLeased")
+	invocationReleasedAtSQL             = queries.Get("InvocationReleasedAt")
+	invocationSettledByFenceSQL         = queries.Get("InvocationSettledByFence")
+	invocationSuspendIfLeasedSQL        = queries.Get("InvocationSuspendIfLeased")
+	invocationSuspendedByFenceSQL       = queries.Get("InvocationSuspendedByFence")
+	invocationResumeTokenTakenSQL       = queries.Get("InvocationResumeTokenTaken")
+	invocationResumeSQL                 = queries.Get("InvocationResume")
+	invocationRenewLeasesSQL            = queries.Get("InvocationRenewLeases")
+	invocationSweepSQL                  = queries.Get("InvocationSweep")
+	invocationListRetryableSQL          = queries.Get("InvocationListRetryable")
+	invocationCountUnclaimableSQL       = queries.Get("InvocationCountUnclaimable")
+	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
+	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
+	invocationExistsSQL                 = queries.Get("InvocationExists")
+	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
+	invocationGetLatestGenerationSQL    = queries.Get("InvocationGetLatestGeneration")
+	approvalDecideSQL                   = queries.Get("ApprovalDecide")
+	approvalExistsSQL                   = queries.Get("ApprovalExists")
+	approvalGetSQL                      = queries.Get("ApprovalGet")
+	auditAppendSQL                      = queries.Get("AuditAppend")
+	auditListSQL                        = queries.Get("AuditList")
+	catalogHistoryAppendSQL             = queries.Get("CatalogHistoryAppend")
+	catalogHistoryListSQL               = queries.Get("CatalogHistoryList")
 )
 
 // query is a statement of this file with its @names replaced by $1, $2, ...: callers
@@ -366,10 +140,4 @@ var (
 	catalogHistoryList   = compile(catalogHistoryListSQL, "server_id")
 )
 
-// deploymentSecretGetOrCreate stores a secret unless the name has one, and returns the
-// one stored: the no-op update on conflict makes RETURNING yield the existing row (and
-// locks it, so concurrent creators agree).
-var deploymentSecretGetOrCreate = compile(`
-INSERT INTO deployment_secrets (name, secret) VALUES (@name, @secret)
-ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-RETURNING secret`, "name", "secret")
+var deploymentSecretGetOrCreate = compile(queries.Get("DeploymentSecretGetOrCreate"), "name", "secret")

@@ -10,32 +10,13 @@ import (
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
-// The listing and session-mode statements: not on a call's hot path.
-const (
-	// invocationListSQL is store.InvocationFilter: every condition is off when its
-	// parameter is the zero value.
-	invocationListSQL = `
-SELECT ` + invocationColumns + ` FROM tool_invocations
-WHERE id > @after_id AND (@tenant::text = '' OR tenant = @tenant) AND (@session_id::text = '' OR session_id = @session_id)
-	AND (NOT @awaiting::boolean OR (status = 'PENDING' AND decision = 'needs_approval'
-		AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.key = tool_invocations.key)))
-ORDER BY id
-LIMIT @lim`
-
-	// The session's mode is keyed by (tenant, session id) (migration 005): another
-	// tenant's mode of the same id is another row.
-	sessionModeGetSQL = `SELECT mode FROM session_modes WHERE tenant = @tenant AND session_id = @session_id`
-
-	sessionModeSetSQL = `
-INSERT INTO session_modes (tenant, session_id, mode, updated_at)
-VALUES (@tenant, @session_id, @mode, now())
-ON CONFLICT (tenant, session_id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at`
-)
-
 var (
-	invocationList = compile(invocationListSQL, "after_id", "tenant", "session_id", "awaiting", "lim")
-	sessionModeGet = compile(sessionModeGetSQL, "tenant", "session_id")
-	sessionModeSet = compile(sessionModeSetSQL, "session_id", "tenant", "mode")
+	invocationListSQL = queries.Get("InvocationList")
+	sessionModeGetSQL = queries.Get("SessionModeGet")
+	sessionModeSetSQL = queries.Get("SessionModeSet")
+	invocationList    = compile(invocationListSQL, "after_id", "tenant", "session_id", "awaiting", "lim")
+	sessionModeGet    = compile(sessionModeGetSQL, "tenant", "session_id")
+	sessionModeSet    = compile(sessionModeSetSQL, "session_id", "tenant", "mode")
 )
 
 func (s *Store) InvocationList(ctx context.Context, f store.InvocationFilter) ([]*store.Invocation, error) {
@@ -61,47 +42,21 @@ func (s *Store) SessionModeSet(ctx context.Context, tenant, sessionID, mode stri
 	return err
 }
 
-// Session ownership and pinned catalogs (SES-1, migration 005).
-const (
-	// sessionClaimSQL records the first owner of a session id; a later claim, of any
-	// tenant, changes nothing. A concurrent claimer's insert waits for this one to
-	// commit, so the read after it sees the winner.
-	sessionClaimSQL = `INSERT INTO sessions (session_id, tenant) VALUES (@session_id, @tenant) ON CONFLICT (session_id) DO NOTHING`
-	sessionOwnerSQL = `SELECT tenant FROM sessions WHERE session_id = @session_id`
-
-	sessionCatalogInsertSQL = `
-INSERT INTO session_catalogs (tenant, session_id) VALUES (@tenant, @session_id)
-ON CONFLICT (tenant, session_id) DO NOTHING`
-	sessionPinsInsertSQL = `
-INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
-SELECT @tenant, @session_id, p.tool, p.sha256 FROM jsonb_to_recordset(@pins::jsonb) AS p(tool text, sha256 text)`
-	// sessionPinsSQL reads a catalog in one statement (one snapshot): no row is "not
-	// pinned", one row with a NULL tool is the empty catalog.
-	sessionPinsSQL = `
-SELECT p.tool, p.schema_sha256 FROM session_catalogs AS c
-LEFT JOIN session_pins AS p ON p.tenant = c.tenant AND p.session_id = c.session_id
-WHERE c.tenant = @tenant AND c.session_id = @session_id
-ORDER BY p.tool COLLATE "C"`
-
-	// A forced epoch (MCP-7), in one transaction: the pins under the prefix go, in
-	// every catalog, and the current ones are written into every catalog of the
-	// epoch's tenant ('' for all).
-	sessionPinsDeleteSQL = `DELETE FROM session_pins WHERE left(tool, length(@prefix)) = @prefix`
-	sessionPinsEpochSQL  = `
-INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
-SELECT c.tenant, c.session_id, p.tool, p.sha256
-FROM session_catalogs AS c, jsonb_to_recordset(@pins::jsonb) AS p(tool text, sha256 text)
-WHERE @tenant = '' OR c.tenant = @tenant`
-)
-
 var (
-	sessionClaim         = compile(sessionClaimSQL, "session_id", "tenant")
-	sessionOwner         = compile(sessionOwnerSQL, "session_id")
-	sessionCatalogInsert = compile(sessionCatalogInsertSQL, "tenant", "session_id")
-	sessionPinsInsert    = compile(sessionPinsInsertSQL, "tenant", "session_id", "pins")
-	sessionPins          = compile(sessionPinsSQL, "tenant", "session_id")
-	sessionPinsDelete    = compile(sessionPinsDeleteSQL, "prefix")
-	sessionPinsEpoch     = compile(sessionPinsEpochSQL, "tenant", "pins")
+	sessionClaimSQL         = queries.Get("SessionClaim")
+	sessionOwnerSQL         = queries.Get("SessionOwner")
+	sessionCatalogInsertSQL = queries.Get("SessionCatalogInsert")
+	sessionPinsInsertSQL    = queries.Get("SessionPinsInsert")
+	sessionPinsSQL          = queries.Get("SessionPins")
+	sessionPinsDeleteSQL    = queries.Get("SessionPinsDelete")
+	sessionPinsEpochSQL     = queries.Get("SessionPinsEpoch")
+	sessionClaim            = compile(sessionClaimSQL, "session_id", "tenant")
+	sessionOwner            = compile(sessionOwnerSQL, "session_id")
+	sessionCatalogInsert    = compile(sessionCatalogInsertSQL, "tenant", "session_id")
+	sessionPinsInsert       = compile(sessionPinsInsertSQL, "tenant", "session_id", "pins")
+	sessionPins             = compile(sessionPinsSQL, "tenant", "session_id")
+	sessionPinsDelete       = compile(sessionPinsDeleteSQL, "prefix")
+	sessionPinsEpoch        = compile(sessionPinsEpochSQL, "tenant", "pins")
 )
 
 // SessionClaim reads the owner first: a session in use is claimed once and read on

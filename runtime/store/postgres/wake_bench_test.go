@@ -62,13 +62,13 @@ func BenchmarkWakeTriggerCost(b *testing.B) {
 	var seq atomic.Int64
 	call := func(s *Store) error {
 		n := seq.Add(1)
-		inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), n),
+		inv, _, err := s.InvocationInsert(ctx, store.InsertRunning(store.Call{Key: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), n),
 			Tenant: fmt.Sprintf("tenant-%d", n%10), Tool: "demo.put", ToolVersion: 1, Idempotency: store.IdempotencyIdempotent,
-			Decision: store.DecisionAllow, Status: store.StatusRunning, Owner: "w", Lease: time.Minute})
+			Decision: store.DecisionAllow}, "w", time.Minute))
 		if err != nil {
 			return err
 		}
-		return s.InvocationSettleIfLeased(ctx, inv.Fence(), store.Settlement{Status: store.StatusSucceeded, Outcome: []byte(`{"ok":true}`)})
+		return s.InvocationSettleIfLeased(ctx, inv.Fence(), store.SettleSucceeded([]byte(`{"ok":true}`)))
 	}
 	// slice runs callers goroutines making calls on s for d; it returns the calls made.
 	slice := func(s *Store, callers int, d time.Duration) int64 {

@@ -47,8 +47,8 @@ func reopen(t *testing.T, s *Store, opts ...Option) *Store {
 
 func heldRow(t *testing.T, s *Store, tenant string) *store.Invocation {
 	t.Helper()
-	inv, _, err := s.InvocationInsert(t.Context(), store.InsertParams{Key: "k-" + time.Now().Format(time.RFC3339Nano),
-		Tenant: tenant, Tool: "demo.write", ToolVersion: 1, Decision: store.DecisionNeedsApproval, Status: store.StatusPending})
+	inv, _, err := s.InvocationInsert(t.Context(), store.InsertHeld(store.Call{Key: "k-" + time.Now().Format(time.RFC3339Nano),
+		Tenant: tenant, Tool: "demo.write", ToolVersion: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,10 @@
 //     SQL on every call otherwise); transactions run them through tx.StmtContext,
 //     never on the writer pool directly, whose only connection the transaction holds.
 //   - Times are INTEGER microseconds since the Unix epoch from SQLite's clock in the
-//     statement (millisecond precision), never the caller's clock.
+//     statement (millisecond precision), never the caller's clock. A test store opened
+//     [WithClock] adds the clock's offset to it in every statement (store.Clock).
+//   - The SQL is in sql/*.sql, one named section per statement and fragments included
+//     as {{name}} (runtime/internal/sqlfile), embedded and read once.
 //   - foreign_keys is on; tables are STRICT; the audit log is append-only (triggers).
 //   - Wake-ups (store.Waker) are in-process: a commit through this handle wakes this
 //     handle's waiters of its topics once it returns (the fenced writes return the
@@ -38,5 +41,6 @@
 // WAL needs a file: [Open] refuses ":memory:"; tests use a file in t.TempDir().
 // Migrations are embedded (migrations/NNN_name.{up,down}.sql) and applied by [Open].
 //
-// This package must never import runtime, spec, codegen or mcp — only runtime/store.
+// This package must never import runtime, spec, codegen or mcp — only runtime/store
+// (and runtime/internal/sqlfile, which reads its SQL).
 package sqlite

@@ -15,50 +15,23 @@ import (
 // store.Tasks.
 
 var (
-	_ store.MCPSessions = (*Store)(nil)
-	_ store.Tasks       = (*Store)(nil)
-)
-
-const (
-	mcpSessionCreateSQL = `
-INSERT INTO mcp_sessions (session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at)
-VALUES (:session_id, :tenant, :user_id, :protocol_version, :state, ` + nowMicros + `, ` + nowMicros + `)`
-
-	// A live session: not ended and, when :idle_us > 0, seen within it.
-	mcpSessionGetSQL = `
-SELECT session_id, tenant, user_id, protocol_version, state, created_at, last_seen_at FROM mcp_sessions
-WHERE session_id = :session_id AND ended_at IS NULL AND (:idle_us <= 0 OR last_seen_at > ` + nowMicros + ` - :idle_us)`
-
-	mcpSessionTouchSQL = `
-UPDATE mcp_sessions SET last_seen_at = ` + nowMicros + `, state = COALESCE(:state, state)
-WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
-
-	mcpSessionEndSQL = `
-UPDATE mcp_sessions SET ended_at = ` + nowMicros + `
-WHERE session_id = :session_id AND tenant = :tenant AND ended_at IS NULL`
-
-	// mcpCancelRecordSQL records a cancellation; mcpCancelForgetSQL forgets the old ones
-	// in the same transaction.
-	mcpCancelRecordSQL = `
-INSERT INTO mcp_cancellations (session_id, request_id, created_at) VALUES (:session_id, :request_id, ` + nowMicros + `)`
-	mcpCancelForgetSQL = `DELETE FROM mcp_cancellations WHERE created_at < ` + nowMicros + ` - :retention_us`
-	mcpCancelsSinceSQL = `
-SELECT id, session_id, request_id FROM mcp_cancellations
-WHERE id > :after_id AND created_at >= ` + nowMicros + ` - :max_age_us
-ORDER BY id LIMIT :limit`
-
-	invocationCancelPendingSQL = `
-UPDATE tool_invocations
-SET status = :status, reason_code = :reason_code, outcome = :outcome, updated_at = ` + nowMicros + `
-WHERE id = :id AND tenant = :tenant AND status = 'PENDING'
-RETURNING ` + invocationColumns
+	_                          store.MCPSessions = (*Store)(nil)
+	_                          store.Tasks       = (*Store)(nil)
+	mcpSessionCreateSQL                          = queries.Get("MCPSessionCreate")
+	mcpSessionGetSQL                             = queries.Get("MCPSessionGet")
+	mcpSessionTouchSQL                           = queries.Get("MCPSessionTouch")
+	mcpSessionEndSQL                             = queries.Get("MCPSessionEnd")
+	mcpCancelRecordSQL                           = queries.Get("MCPCancelRecord")
+	mcpCancelForgetSQL                           = queries.Get("MCPCancelForget")
+	mcpCancelsSinceSQL                           = queries.Get("MCPCancelsSince")
+	invocationCancelPendingSQL                   = queries.Get("InvocationCancelPending")
 )
 
 func (s *Store) MCPSessionCreate(ctx context.Context, m store.MCPSession) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	_, err := s.write.ExecContext(ctx, mcpSessionCreateSQL, sql.Named("session_id", m.ID), sql.Named("tenant", m.Tenant),
+	_, err := s.write.ExecContext(ctx, s.clock.sql(mcpSessionCreateSQL), sql.Named("session_id", m.ID), sql.Named("tenant", m.Tenant),
 		sql.Named("user_id", m.UserID), sql.Named("protocol_version", m.ProtocolVersion), sql.Named("state", string(m.State)))
 	return mapErr(err) // a taken id is a unique violation: ErrConflict
 }
@@ -67,7 +40,7 @@ func (s *Store) MCPSessionGet(ctx context.Context, id string, idle time.Duration
 	var m store.MCPSession
 	var state string
 	var created, seen int64
-	err := s.read.QueryRowContext(ctx, mcpSessionGetSQL, sql.Named("session_id", id), sql.Named("idle_us", idle.Microseconds())).
+	err := s.read.QueryRowContext(ctx, s.clock.sql(mcpSessionGetSQL), sql.Named("session_id", id), sql.Named("idle_us", idle.Microseconds())).
 		Scan(&m.ID, &m.Tenant, &m.UserID, &m.ProtocolVersion, &state, &created, &seen)
 	if err != nil {
 		return nil, notFound(err)
@@ -81,13 +54,13 @@ func (s *Store) MCPSessionTouch(ctx context.Context, tenant, id string, state js
 	if len(state) > 0 && !json.Valid(state) {
 		return fmt.Errorf("%w: an MCP session's state must be JSON", store.ErrInvalid)
 	}
-	res, err := s.write.ExecContext(ctx, mcpSessionTouchSQL, sql.Named("session_id", id), sql.Named("tenant", tenant),
+	res, err := s.write.ExecContext(ctx, s.clock.sql(mcpSessionTouchSQL), sql.Named("session_id", id), sql.Named("tenant", tenant),
 		sql.Named("state", nullJSON(state)))
 	return oneRow(res, err, id)
 }
 
 func (s *Store) MCPSessionEnd(ctx context.Context, tenant, id string) error {
-	res, err := s.write.ExecContext(ctx, mcpSessionEndSQL, sql.Named("session_id", id), sql.Named("tenant", tenant))
+	res, err := s.write.ExecContext(ctx, s.clock.sql(mcpSessionEndSQL), sql.Named("session_id", id), sql.Named("tenant", tenant))
 	return oneRow(res, err, id)
 }
 
@@ -111,7 +84,7 @@ func (s *Store) InvocationCancelPending(ctx context.Context, tenant string, id i
 	var inv *store.Invocation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		inv, err = scanInvocation(tx.QueryRowContext(ctx, invocationCancelPendingSQL, sql.Named("id", id), sql.Named("tenant", tenant),
+		inv, err = scanInvocation(tx.QueryRowContext(ctx, s.clock.sql(invocationCancelPendingSQL), sql.Named("id", id), sql.Named("tenant", tenant),
 			sql.Named("status", string(st.Status)), sql.Named("reason_code", st.ReasonCode), sql.Named("outcome", nullJSON(st.Outcome))))
 		if err == nil && audit != nil {
 			_, err = s.auditAppendTx(ctx, tx, *audit)
@@ -136,16 +109,16 @@ func (s *Store) MCPCancelRecord(ctx context.Context, sessionID, requestID string
 		return err
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, mcpCancelForgetSQL, sql.Named("retention_us", store.MCPCancelRetention.Microseconds())); err != nil {
+		if _, err := tx.ExecContext(ctx, s.clock.sql(mcpCancelForgetSQL), sql.Named("retention_us", store.MCPCancelRetention.Microseconds())); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, mcpCancelRecordSQL, sql.Named("session_id", sessionID), sql.Named("request_id", requestID))
+		_, err := tx.ExecContext(ctx, s.clock.sql(mcpCancelRecordSQL), sql.Named("session_id", sessionID), sql.Named("request_id", requestID))
 		return err
 	})
 }
 
 func (s *Store) MCPCancelsSince(ctx context.Context, afterID int64, maxAge time.Duration, limit int) ([]store.MCPCancel, error) {
-	rows, err := s.read.QueryContext(ctx, mcpCancelsSinceSQL, sql.Named("after_id", afterID),
+	rows, err := s.read.QueryContext(ctx, s.clock.sql(mcpCancelsSinceSQL), sql.Named("after_id", afterID),
 		sql.Named("max_age_us", maxAge.Microseconds()), sql.Named("limit", sqlLimit(limit)))
 	if err != nil {
 		return nil, err

@@ -29,8 +29,8 @@ func TestRelaxedInsertRestoresFull(t *testing.T) {
 		}
 	}
 	full("after Open")
-	p := store.InsertParams{Key: "k1", Tenant: "t", Tool: "demo.read", Status: store.StatusSucceeded,
-		Decision: store.DecisionAllow, Outcome: []byte(`{"status":"succeeded"}`), Relaxed: true}
+	p := store.InsertRecordOnce(store.Call{Key: "k1", Tenant: "t", Tool: "demo.read", Decision: store.DecisionAllow},
+		store.SettleSucceeded([]byte(`{"status":"succeeded"}`)))
 	inv, inserted, err := s.InvocationInsert(ctx, p)
 	if err != nil || !inserted || inv.Key != "k1" || inv.Status != store.StatusSucceeded {
 		t.Fatalf("relaxed insert: %+v, %v, %v", inv, inserted, err)

@@ -9,44 +9,14 @@ import (
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
-// Sessions (SES-1, migration 005): who owns a session id, each tenant's session mode
-// and pinned catalog. Every table but sessions is keyed by (tenant, session id).
-const (
-	// sessionClaimSQL records the first owner of a session id; a later claim, of any
-	// tenant, changes nothing.
-	sessionClaimSQL = `
-INSERT INTO sessions (session_id, tenant, created_at) VALUES (:session_id, :tenant, ` + nowMicros + `)
-ON CONFLICT (session_id) DO NOTHING`
-
-	sessionOwnerSQL = `SELECT tenant FROM sessions WHERE session_id = :session_id`
-
-	// sessionCatalogInsertSQL marks a tenant's session as pinned, unless it is already.
-	sessionCatalogInsertSQL = `
-INSERT INTO session_catalogs (tenant, session_id, pinned_at) VALUES (:tenant, :session_id, ` + nowMicros + `)
-ON CONFLICT (tenant, session_id) DO NOTHING`
-
-	// sessionPinsInsertSQL writes the pins of a catalog the same transaction marked.
-	sessionPinsInsertSQL = `
-INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
-SELECT :tenant, :session_id, p.value ->> 'tool', p.value ->> 'sha256' FROM json_each(:pins) AS p`
-
-	// sessionPinsSQL reads a catalog in one statement (one snapshot): no row is "not
-	// pinned", one row with a NULL tool is the empty catalog.
-	sessionPinsSQL = `
-SELECT p.tool, p.schema_sha256 FROM session_catalogs AS c
-LEFT JOIN session_pins AS p ON p.tenant = c.tenant AND p.session_id = c.session_id
-WHERE c.tenant = :tenant AND c.session_id = :session_id
-ORDER BY p.tool`
-
-	// sessionPinsDeleteSQL and sessionPinsEpochSQL are a forced epoch (MCP-7), in one
-	// transaction: the pins under the prefix go, in every catalog, and the current
-	// ones are written into every catalog of the epoch's tenant ('' for all).
-	sessionPinsDeleteSQL = `DELETE FROM session_pins WHERE substr(tool, 1, length(:prefix)) = :prefix`
-	sessionPinsEpochSQL  = `
-INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
-SELECT c.tenant, c.session_id, p.value ->> 'tool', p.value ->> 'sha256'
-FROM session_catalogs AS c, json_each(:pins) AS p
-WHERE :tenant = '' OR c.tenant = :tenant`
+var (
+	sessionClaimSQL         = queries.Get("SessionClaim")
+	sessionOwnerSQL         = queries.Get("SessionOwner")
+	sessionCatalogInsertSQL = queries.Get("SessionCatalogInsert")
+	sessionPinsInsertSQL    = queries.Get("SessionPinsInsert")
+	sessionPinsSQL          = queries.Get("SessionPins")
+	sessionPinsDeleteSQL    = queries.Get("SessionPinsDelete")
+	sessionPinsEpochSQL     = queries.Get("SessionPinsEpoch")
 )
 
 // sessionWriteStmts and sessionReadStmts are the session statements, prepared with

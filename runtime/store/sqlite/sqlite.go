@@ -26,6 +26,7 @@ type Store struct {
 	r     readStmts
 	stmts []*sql.Stmt // all of w and r, for Close
 	hub   *store.Hub  // in-process wake-ups (wake.go)
+	clock clocked     // WithClock (clock.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,7 +72,11 @@ const readers = 4
 // Open opens (creating if needed) the database file at path, applies the embedded
 // migrations and prepares the statements. WAL needs a real file: an in-memory
 // database is refused; tests use a file in t.TempDir().
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("sqlite: %q: the store needs a database file (WAL does not work in memory)", path)
 	}
@@ -99,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	s := &Store{path: path, write: write, read: read, hub: newHub()}
+	s := &Store{path: path, write: write, read: read, hub: newHub(), clock: newClocked(o.clock)}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -164,7 +169,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.read, &r.session.owner, sessionOwnerSQL},
 		{s.read, &r.session.pins, sessionPinsSQL},
 	} {
-		stmt, err := p.db.PrepareContext(ctx, p.query)
+		stmt, err := p.db.PrepareContext(ctx, s.clock.sql(p.query))
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare %q: %w", firstLine(p.query), err)
 		}
@@ -192,6 +197,7 @@ func (s *Store) Close() error {
 	for _, stmt := range s.stmts {
 		errs = append(errs, stmt.Close())
 	}
+	s.clock.close()
 	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
@@ -241,10 +247,11 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	var owner, leaseUS, attempt any = nil, nil, 0
-	if p.Status == store.StatusRunning {
-		owner, leaseUS, attempt = p.Owner, p.Lease.Microseconds(), 1
+	var owner, leaseUS any // NULL unless RUNNING
+	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+		owner, leaseUS = o, lease.Microseconds()
 	}
+	settled := p.Settlement()
 	args := []any{
 		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
 		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
@@ -253,14 +260,14 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("idempotency", p.Idempotency), sql.Named("idempotent_when", nullBool(p.IdempotentWhen)),
 		sql.Named("args", nullJSON(p.Args)), sql.Named("args_hash", p.ArgsHash),
 		sql.Named("origin_trust", p.OriginTrust), sql.Named("argument_trust", p.ArgumentTrust),
-		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status)),
-		sql.Named("reason_code", p.ReasonCode), sql.Named("outcome", nullJSON(p.Outcome)),
-		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", attempt),
+		sql.Named("mode", p.Mode), sql.Named("decision", p.Decision), sql.Named("status", string(p.Status())),
+		sql.Named("reason_code", settled.ReasonCode), sql.Named("outcome", nullJSON(settled.Outcome)),
+		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", p.Attempt()),
 		sql.Named("workspace", p.Workspace),
 	}
 	var inv *store.Invocation
 	var err error
-	if p.Relaxed && p.Status.Terminal() {
+	if p.Relaxed() {
 		inv, err = s.insertRelaxed(ctx, args)
 	} else {
 		inv, err = scanInvocation(s.w.insert.QueryRowContext(ctx, args...))
@@ -282,7 +289,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	return inv, false, nil
 }
 
-// insertRelaxed runs the insert of a record-once row (store.InsertParams.Relaxed)
+// insertRelaxed runs the insert of a record-once row (store.InsertRecordOnce)
 // committed with synchronous=NORMAL: in WAL mode the commit reaches the OS but is not
 // fsynced, and the next FULL commit (every other write) fsyncs the WAL and so makes it
 // durable too. It holds the one writer connection from the PRAGMA to the PRAGMA back,
@@ -846,6 +853,6 @@ func (s *Store) DeploymentSecretGetOrCreate(ctx context.Context, name string, ca
 		return nil, err
 	}
 	var secret []byte
-	err := s.write.QueryRowContext(ctx, deploymentSecretGetOrCreateSQL, sql.Named("name", name), sql.Named("secret", candidate)).Scan(&secret)
+	err := s.write.QueryRowContext(ctx, s.clock.sql(deploymentSecretGetOrCreateSQL), sql.Named("name", name), sql.Named("secret", candidate)).Scan(&secret)
 	return secret, mapErr(err)
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // newTestStore opens a store on a fresh file in t.TempDir().
-func newTestStore(t *testing.T) *Store {
+func newTestStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"))
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,11 +24,11 @@ func newTestStore(t *testing.T) *Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t,
-		func(t *testing.T) store.Store { return newTestStore(t) },
+		func(t *testing.T, clock *store.Clock) store.Store { return newTestStore(t, WithClock(clock)) },
 		// another handle on the same file: its own writer connection, as a second
 		// process would have
-		storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
-			other, err := Open(t.Context(), s.(*Store).path)
+		storetest.WithReopen(func(t *testing.T, s store.Store, clock *store.Clock) store.Store {
+			other, err := Open(t.Context(), s.(*Store).path, WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestOpen_ReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, _, err := s.InvocationInsert(t.Context(), store.InsertParams{Key: "k", Status: store.StatusPending})
+	inv, _, err := s.InvocationInsert(t.Context(), store.InsertPending(store.Call{Key: "k"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestMigrations_DownThenUp(t *testing.T) {
 	if err := migrateUp(ctx, s.write); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k", Status: store.StatusPending}); err != nil {
+	if _, _, err := s.InvocationInsert(ctx, store.InsertPending(store.Call{Key: "k"})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -228,7 +228,7 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 		t.Fatalf("the refusal's key: %q, %v", moved, err)
 	}
 	// The resolution CHECK is gone: a reviewed row moves on.
-	inv, _, err := s.InvocationInsert(ctx, store.InsertParams{Key: "k-u", Tenant: "acme", Status: store.StatusUncertain})
+	inv, _, err := s.InvocationInsert(ctx, store.InsertSettled(store.Call{Key: "k-u", Tenant: "acme"}, store.Settlement{Status: store.StatusUncertain}))
 	if err != nil {
 		t.Fatal(err)
 	}

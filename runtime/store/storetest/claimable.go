@@ -42,8 +42,8 @@ var (
 )
 
 // tool makes the row a call of the tool definition r.
-func tool(r store.ToolRef) func(*store.InsertParams) {
-	return func(p *store.InsertParams) { p.Tool, p.ToolVersion, p.ToolSHA256 = r.Name, r.Version, r.SHA256 }
+func tool(r store.ToolRef) func(*row) {
+	return func(p *row) { p.Tool, p.ToolVersion, p.ToolSHA256 = r.Name, r.Version, r.SHA256 }
 }
 
 func claimableBy(refs ...store.ToolRef) store.Claimable { return store.Claimable{Tools: refs} }
@@ -56,17 +56,15 @@ func (e *env) unchanged(t *testing.T, what string, before *store.Invocation) {
 	}
 }
 
-// awaitUnclaimable waits until the rows tools leave are want: the expired leases among
-// them have expired by the database clock.
+// awaitUnclaimable checks that the rows tools leave are want (the expired leases
+// among them have run out by the store's clock: expire).
 func (e *env) awaitUnclaimable(t *testing.T, tools []store.ToolRef, want store.Unclaimable) {
 	t.Helper()
-	var got store.Unclaimable
-	eventually(t, fmt.Sprintf("unclaimable %+v", want), func() bool {
-		var err error
-		got, err = e.s.InvocationCountUnclaimable(e.ctx, tools, "")
-		noErr(t, "InvocationCountUnclaimable", err)
-		return got == want
-	})
+	got, err := e.s.InvocationCountUnclaimable(e.ctx, tools, "")
+	noErr(t, "InvocationCountUnclaimable", err)
+	if got != want {
+		t.Fatalf("InvocationCountUnclaimable = %+v, want %+v", got, want)
+	}
 }
 
 func testSweepClaimableOtherToolsRowUntouched(t *testing.T, e *env) {
@@ -127,16 +125,11 @@ func testSweepClaimableNotBlockedByLockedForeignRow(t *testing.T, e *env) {
 	// on its own handle, must neither wait for it nor take it.
 	unlock := e.rowLock(t, e.s, foreign.ID)
 	defer unlock()
-	var swept []store.Swept
-	eventually(t, "the sweep to reclaim the own row", func() bool {
-		// the deadline only turns a blocked sweep into a failure; it is never the condition
-		ctx, cancel := context.WithTimeout(e.ctx, pollTimeout)
-		defer cancel()
-		var err error
-		swept, err = e.other.InvocationSweep(ctx, store.SweepParams{Claimable: claimableBy(mine)})
-		noErr(t, "sweep beside a locked foreign row", err)
-		return len(swept) > 0
-	})
+	// the deadline only turns a blocked sweep into a failure; it is never the condition
+	ctx, cancel := context.WithTimeout(e.ctx, pollTimeout)
+	defer cancel()
+	swept, err := e.other.InvocationSweep(ctx, store.SweepParams{Claimable: claimableBy(mine)})
+	noErr(t, "sweep beside a locked foreign row", err)
 	if len(swept) != 1 || swept[0].Invocation.ID != own.ID {
 		t.Fatalf("swept %v, want only the own row %d", swept, own.ID)
 	}
@@ -172,7 +165,7 @@ func testClaimableInvalid(t *testing.T, e *env) {
 // approvedHold inserts a held call of r and approves it.
 func (e *env) approvedHold(t *testing.T, r store.ToolRef) *store.Invocation {
 	t.Helper()
-	inv := e.insert(t, tool(r), func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	inv := e.insert(t, tool(r), func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	return inv
 }
@@ -219,11 +212,11 @@ func testCountUnclaimable(t *testing.T, e *env) {
 	e.insert(t, tool(theirs), running("w-alive", longLease))
 	susp := e.insert(t, tool(theirs), running("w-susp", longLease))
 	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), nil))
-	e.insert(t, tool(theirs), func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval }) // undecided
-	denied := e.insert(t, tool(theirs), func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	e.insert(t, tool(theirs), func(p *row) { p.Decision = store.DecisionNeedsApproval }) // undecided
+	denied := e.insert(t, tool(theirs), func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, DecidedBy: "bob"}, nil))
-	e.insert(t, tool(theirs), func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
-	e.insert(t, tool(theirs), func(p *store.InsertParams) { p.Status = store.StatusUncertain })
+	e.insert(t, tool(theirs), func(p *row) { p.Status = store.StatusSucceeded })
+	e.insert(t, tool(theirs), func(p *row) { p.Status = store.StatusUncertain })
 
 	e.awaitUnclaimable(t, []store.ToolRef{mine}, store.Unclaimable{NotRegistered: 2, DefinitionChanged: 2})
 	for name, c := range map[string]struct {
@@ -279,7 +272,7 @@ func (e *env) checkAudit(t *testing.T, what string, since time.Time, want ...*st
 
 func testApprovalDecideWithAudit(t *testing.T, e *env) {
 	held := func(tenant string) *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Decision = tenant, store.DecisionNeedsApproval })
+		return e.insert(t, func(p *row) { p.Tenant, p.Decision = tenant, store.DecisionNeedsApproval })
 	}
 	inv := held("tenant-a")
 	a := store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob", Reason: "fine"}
@@ -318,7 +311,7 @@ func testApprovalDecideWithAudit(t *testing.T, e *env) {
 
 func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	uncertain := func() *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "tenant-a", store.StatusUncertain })
+		return e.insert(t, func(p *row) { p.Tenant, p.Status = "tenant-a", store.StatusUncertain })
 	}
 	inv := uncertain()
 	audit := decisionAudit(inv, "resolve")
@@ -339,7 +332,7 @@ func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	wantErr(t, "audit of another tenant", err, store.ErrNotFound)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(other, "resolve"))
 	wantErr(t, "missing row", err, store.ErrNotFound)
-	done := e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "tenant-a", store.StatusSucceeded })
+	done := e.insert(t, func(p *row) { p.Tenant, p.Status = "tenant-a", store.StatusSucceeded })
 	_, err = e.s.InvocationResolveUncertain(e.ctx, done.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(done, "resolve"))
 	wantErr(t, "a row that is not UNCERTAIN", err, store.ErrConflict)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, other.ID, "maybe", "carol", nil, decisionAudit(other, "resolve"))
@@ -357,8 +350,8 @@ func testResolveUncertainWithAudit(t *testing.T, e *env) {
 	e.checkAudit(t, "after the second row's review", inv.CreatedAt, audit, decisionAudit(other, "resolve"))
 }
 
-func ofTenant(tenant string) func(*store.InsertParams) {
-	return func(p *store.InsertParams) { p.Tenant = tenant }
+func ofTenant(tenant string) func(*row) {
+	return func(p *row) { p.Tenant = tenant }
 }
 
 // A tenant's operator recovers its tenant's calls only (SEC-3; issue 14, finding 12):
@@ -401,7 +394,7 @@ func testClaimableTenant(t *testing.T, e *env) {
 // The workspace a call was made in is recorded with it, for recovery to re-run it
 // there (issue 14, finding 12).
 func testInsertWorkspace(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Workspace = "/srv/ws/tenant-a/run-1" })
+	inv := e.insert(t, func(p *row) { p.Workspace = "/srv/ws/tenant-a/run-1" })
 	if inv.Workspace != "/srv/ws/tenant-a/run-1" || e.get(t, inv.ID).Workspace != inv.Workspace {
 		t.Fatalf("workspace %q, read back %q", inv.Workspace, e.get(t, inv.ID).Workspace)
 	}

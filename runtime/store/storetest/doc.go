@@ -2,7 +2,9 @@
 // (ST-2), after River's riverdrivertest: [Run] runs one subtest per behaviour —
 // inserts and dedupe, claims, the fenced writes and their lost-ack retries, every
 // branch of the sweep's decision, zombie fencing across reclaims, leases expiring by
-// the database clock, suspension, the review queue, approvals, audit and catalog
+// the store's clock (a [store.Clock] the suite advances: no test sleeps for a lease),
+// suspension, MCP sessions going idle and tasks cancelled while held, waiting for a
+// retry or racing a claim, the review queue, approvals, audit and catalog
 // history, the event of every milestone (and none of its payload) with cursor paging
 // that misses nothing, concurrent claimers and sweepers on separate handles, recovery
 // confined to a worker's tools (LIFE-1: the rows of others neither touched, locked nor

@@ -87,7 +87,7 @@ func lastOf(evs []store.Event, id int64, kind string) store.Event {
 }
 
 func testEventsCallMilestones(t *testing.T, e *env) {
-	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.Step = 4 })
+	inv := e.insert(t, running("w1", longLease), func(p *row) { p.Step = 4 })
 	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{}`)))
 	row := e.get(t, inv.ID)
@@ -132,7 +132,7 @@ func testEventsCallMilestones(t *testing.T, e *env) {
 }
 
 func testEventsHold(t *testing.T, e *env) {
-	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	held := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	evs := e.events(t, store.EventFilter{}, 2)
 	wantKinds(t, "a hold", evs, held.ID, store.EventRecorded, store.EventHeld)
 	if ev := lastOf(evs, held.ID, store.EventHeld); ev.Status != string(store.StatusPending) || ev.Decision != store.DecisionNeedsApproval {
@@ -158,13 +158,13 @@ func testEventsRelease(t *testing.T, e *env) {
 	again, err := e.s.InvocationClaimIfPending(e.ctx, inv.ID, "w2", longLease)
 	noErr(t, "claim", err)
 	// An approved hold released after its claim waits for no one: released, not held.
-	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	held := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	claimed, err := e.s.InvocationClaimIfPending(e.ctx, held.ID, "w3", longLease)
 	noErr(t, "claim", err)
 	noErr(t, "release", e.s.InvocationReleaseIfLeased(e.ctx, claimed.Fence()))
 	// A hold claimed without a decision (the store does not forbid it) and released is held again.
-	undecided := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	undecided := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	claimed, err = e.s.InvocationClaimIfPending(e.ctx, undecided.ID, "w4", longLease)
 	noErr(t, "claim", err)
 	noErr(t, "release", e.s.InvocationReleaseIfLeased(e.ctx, claimed.Fence()))
@@ -228,13 +228,13 @@ func testEventsSuspend(t *testing.T, e *env) {
 }
 
 func testEventsInsertTerminal(t *testing.T, e *env) {
-	denied := e.insert(t, func(p *store.InsertParams) {
+	denied := e.insert(t, func(p *row) {
 		p.Status, p.Decision, p.ReasonCode = store.StatusDenied, store.DecisionDeny, "missing_scope"
 	})
-	read := e.insert(t, func(p *store.InsertParams) {
+	read := e.insert(t, func(p *row) {
 		p.Status, p.Outcome, p.Relaxed, p.Idempotency = store.StatusSucceeded, json.RawMessage(`{}`), true, store.IdempotencyIdempotent
 	})
-	unc := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
+	unc := e.insert(t, func(p *row) { p.Status = store.StatusUncertain })
 	evs := e.events(t, store.EventFilter{}, 6)
 	wantKinds(t, "a denial", evs, denied.ID, store.EventRecorded, store.EventSettled)
 	wantKinds(t, "a record-once read", evs, read.ID, store.EventRecorded, store.EventSettled)
@@ -335,11 +335,11 @@ func testEventsAppend(t *testing.T, e *env) {
 // note and catalog detail, and in no event; the Event type has no field to carry it.
 func testEventsNeverCarryPayload(t *testing.T, e *env) {
 	args := json.RawMessage(`{"text":"` + marker + `"}`)
-	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.Args = args })
+	inv := e.insert(t, running("w1", longLease), func(p *row) { p.Args = args })
 	noErr(t, "mark", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-"+marker))
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(),
 		settled(store.StatusFailed, `{"external_detail":{"text":"`+marker+`"}}`)))
-	e.insert(t, func(p *store.InsertParams) {
+	e.insert(t, func(p *row) {
 		p.Args, p.Status, p.Outcome = args, store.StatusSucceeded, json.RawMessage(`{"result":"`+marker+`"}`)
 	})
 	_, err := e.s.CatalogHistoryAppend(e.ctx, store.CatalogChange{ServerID: "s", Change: "added", Detail: args})
@@ -358,9 +358,9 @@ func testEventsNeverCarryPayload(t *testing.T, e *env) {
 
 func testEventsFilters(t *testing.T, e *env) {
 	a := e.insert(t)
-	b := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-b" })
-	s2 := e.insert(t, func(p *store.InsertParams) { p.SessionID, p.RunID = "session-2", "run-2" })
-	r2 := e.insert(t, func(p *store.InsertParams) { p.RunID = "run-2" })
+	b := e.insert(t, func(p *row) { p.Tenant = "tenant-b" })
+	s2 := e.insert(t, func(p *row) { p.SessionID, p.RunID = "session-2", "run-2" })
+	r2 := e.insert(t, func(p *row) { p.RunID = "run-2" })
 	_, err := e.s.EventAppend(e.ctx, store.Event{Kind: store.EventDeviceConnected, Server: "laptop"})
 	noErr(t, "append", err)
 	e.events(t, store.EventFilter{}, 5)

@@ -18,10 +18,10 @@ func ids(rows []*store.Invocation) []int64 {
 
 func testInvocationListFilters(t *testing.T, e *env) {
 	a1 := e.insert(t)
-	a2 := e.insert(t, func(p *store.InsertParams) { p.SessionID = "session-2" })
-	b := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-b" })
-	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
-	decided := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	a2 := e.insert(t, func(p *row) { p.SessionID = "session-2" })
+	b := e.insert(t, func(p *row) { p.Tenant = "tenant-b" })
+	held := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
+	decided := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	if err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: decided.Key, Tenant: decided.Tenant, Approved: true, DecidedBy: "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func testInvocationCancelPending(t *testing.T, e *env) {
 	if !ok {
 		t.Fatalf("%T does not implement store.Tasks", e.s)
 	}
-	held := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	held := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	outcome := json.RawMessage(`{"status":"denied","reason_code":"task_cancelled"}`)
 	st := store.Settlement{Status: store.StatusDenied, ReasonCode: "task_cancelled", Outcome: outcome}
 	_, err := ts.InvocationCancelPending(e.ctx, held.Tenant, held.ID, store.Settlement{Status: store.StatusPending}, nil)

@@ -10,7 +10,7 @@ import (
 // to a power failure only means the read runs again) is written and read like any
 // other, and a relaxed insert of an existing key returns the existing row.
 func testInsertRelaxedRoundTrips(t *testing.T, e *env) {
-	p := params(func(p *store.InsertParams) {
+	p := params(func(p *row) {
 		p.Status, p.Outcome, p.Relaxed = store.StatusSucceeded, []byte(`{"status":"succeeded"}`), true
 		p.Idempotency = store.IdempotencyIdempotent
 	})

@@ -241,11 +241,11 @@ func testSessionPinsForceEpoch(t *testing.T, e *env) {
 
 func testBreakerCountsScopedToTenant(t *testing.T, e *env) {
 	for range 2 {
-		e.insert(t, func(p *store.InsertParams) {
+		e.insert(t, func(p *row) {
 			p.Tenant, p.RunID, p.ArgsHash, p.Status = "tenant-a", "run-t", "h-t", store.StatusDenied
 		})
 	}
-	e.insert(t, func(p *store.InsertParams) {
+	e.insert(t, func(p *row) {
 		p.Tenant, p.RunID, p.ArgsHash, p.Status = "tenant-a", "run-t", "h-t", store.StatusUncertain
 	})
 	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-b", "run-t", "h-t")

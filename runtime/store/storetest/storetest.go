@@ -20,15 +20,15 @@ import (
 type Option func(*config)
 
 type config struct {
-	reopen  func(t *testing.T, s store.Store) store.Store
+	reopen  func(t *testing.T, s store.Store, clock *store.Clock) store.Store
 	rowLock func(t *testing.T, s store.Store, id int64) (unlock func())
 }
 
 // WithReopen gives the suite a second, independent handle on the database behind s —
 // its own connections or pool, as another worker process would have — for the
-// concurrency tests. The handle must be closed by reopen's cleanup. Without it those
-// tests share one handle between goroutines.
-func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
+// concurrency tests. The handle must run on clock, s's clock, and be closed by
+// reopen's cleanup. Without it those tests share one handle between goroutines.
+func WithReopen(reopen func(t *testing.T, s store.Store, clock *store.Clock) store.Store) Option {
 	return func(c *config) { c.reopen = reopen }
 }
 
@@ -41,9 +41,11 @@ func WithRowLock(lock func(t *testing.T, s store.Store, id int64) (unlock func()
 }
 
 // Run is the conformance suite every driver passes (ST-2). newStore returns an empty,
-// migrated store of its own (a temp file, a fresh schema) and registers its cleanup.
-// Subtests run in parallel.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+// migrated store of its own (a temp file, a fresh schema) that runs on clock (its
+// driver's WithClock), and registers its cleanup. The suite moves time by advancing
+// the clock: a lease expires, a session goes idle, a cancellation ages, without a
+// test sleeping for the database clock to pass them. Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T, clock *store.Clock) store.Store, opts ...Option) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -51,10 +53,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := &env{s: newStore(t), ctx: t.Context(), rowLock: cfg.rowLock}
+			clock := store.NewClock()
+			e := &env{s: newStore(t, clock), clock: clock, ctx: t.Context(), rowLock: cfg.rowLock}
 			e.other = e.s
 			if cfg.reopen != nil {
-				e.other = cfg.reopen(t, e.s)
+				e.other = cfg.reopen(t, e.s, clock)
 			}
 			tc.fn(t, e)
 		})
@@ -64,7 +67,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 // env is one subtest's store and helpers.
 type env struct {
 	s       store.Store
-	other   store.Store // a second handle on the same database (or s)
+	other   store.Store  // a second handle on the same database (or s)
+	clock   *store.Clock // the clock of s and other: advance it to move time
 	ctx     context.Context
 	rowLock func(t *testing.T, s store.Store, id int64) (unlock func()) // nil: no row locks
 }
@@ -83,7 +87,8 @@ var allTools = store.Claimable{AllTools: true}
 
 const (
 	longLease = time.Hour
-	// pollTimeout bounds every wait for the database clock to pass a lease.
+	// pollTimeout bounds every wait for what the suite cannot move by its clock: a
+	// commit of another handle becoming visible, a wake-up, a concurrent worker.
 	pollTimeout = 15 * time.Second
 )
 
@@ -131,7 +136,7 @@ var tests = []struct {
 	{"Sweep_WatermarkSetConditionalWhenFalse_BecomesUncertain", testSweepWatermarkSetConditionalWhenFalseUncertain},
 	{"Sweep_WatermarkSetNonIdempotent_BecomesUncertain", testSweepWatermarkSetNonIdempotentUncertain},
 	{"Sweep_WatermarkSetIdempotentCrashLoop_Failed", testSweepWatermarkSetIdempotentCrashLoopFailed},
-	{"Sweep_LeaseExpiresByDatabaseClock", testSweepLeaseExpiresByDatabaseClock},
+	{"Sweep_LeaseExpiresByStoreClock_NotBefore", testSweepLeaseExpiresByStoreClock},
 	{"Sweep_SuspendedRowsExcluded", testSweepSuspendedRowsExcluded},
 	{"Sweep_PendingAndTerminalRowsIgnored", testSweepPendingAndTerminalRowsIgnored},
 	{"Sweep_Limit_BoundsOnePass", testSweepLimitBoundsOnePass},
@@ -186,9 +191,43 @@ func randomHex(n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// params returns valid PENDING insert parameters with a fresh key.
-func params(mods ...func(*store.InsertParams)) store.InsertParams {
-	p := store.InsertParams{
+// row is what the suite's inserts are built from: a Call and the row's first status,
+// with what that status carries. Its mods (func(*row)) say what they change; params
+// turns it into the one constructor that records that status, so the suite writes
+// through the same constructors as the pipeline.
+type row struct {
+	store.Call
+	Status     store.Status
+	ReasonCode string
+	Outcome    json.RawMessage
+	Owner      string        // RUNNING
+	Lease      time.Duration // RUNNING
+	Relaxed    bool          // terminal: InsertRecordOnce
+}
+
+// params returns the insert r describes: InsertHeld or InsertPending for PENDING,
+// InsertRunning for RUNNING, InsertRecordOnce or InsertSettled for any other status
+// (which InsertSettled refuses unless it is terminal).
+func (r row) params() store.InsertParams {
+	switch r.Status {
+	case store.StatusPending:
+		if r.Decision == store.DecisionNeedsApproval {
+			return store.InsertHeld(r.Call)
+		}
+		return store.InsertPending(r.Call)
+	case store.StatusRunning:
+		return store.InsertRunning(r.Call, r.Owner, r.Lease)
+	}
+	s := store.Settlement{Status: r.Status, ReasonCode: r.ReasonCode, Outcome: r.Outcome}
+	if r.Relaxed {
+		return store.InsertRecordOnce(r.Call, s)
+	}
+	return store.InsertSettled(r.Call, s)
+}
+
+// params returns valid PENDING insert parameters with a fresh key, changed by mods.
+func params(mods ...func(*row)) store.InsertParams {
+	r := row{Call: store.Call{
 		Key:           randomHex(16),
 		Tenant:        "tenant-a",
 		Principal:     "alice",
@@ -205,26 +244,25 @@ func params(mods ...func(*store.InsertParams)) store.InsertParams {
 		ArgumentTrust: "user",
 		Mode:          "default",
 		Decision:      store.DecisionAllow,
-		Status:        store.StatusPending,
-	}
+	}, Status: store.StatusPending}
 	for _, m := range mods {
-		m(&p)
+		m(&r)
 	}
-	return p
+	return r.params()
 }
 
-// running makes p a fused RUNNING insert for owner with lease.
-func running(owner string, lease time.Duration) func(*store.InsertParams) {
-	return func(p *store.InsertParams) {
+// running makes the row a fused RUNNING insert for owner with lease.
+func running(owner string, lease time.Duration) func(*row) {
+	return func(p *row) {
 		p.Status, p.Owner, p.Lease = store.StatusRunning, owner, lease
 	}
 }
 
-func idempotency(class string, when *bool) func(*store.InsertParams) {
-	return func(p *store.InsertParams) { p.Idempotency, p.IdempotentWhen = class, when }
+func idempotency(class string, when *bool) func(*row) {
+	return func(p *row) { p.Idempotency, p.IdempotentWhen = class, when }
 }
 
-func (e *env) insert(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+func (e *env) insert(t *testing.T, mods ...func(*row)) *store.Invocation {
 	t.Helper()
 	inv, inserted, err := e.s.InvocationInsert(e.ctx, params(mods...))
 	if err != nil {
@@ -246,7 +284,7 @@ func (e *env) get(t *testing.T, id int64) *store.Invocation {
 }
 
 // runningWithWatermark inserts a RUNNING row with a long lease and marks its watermark.
-func (e *env) runningWithWatermark(t *testing.T, mods ...func(*store.InsertParams)) *store.Invocation {
+func (e *env) runningWithWatermark(t *testing.T, mods ...func(*row)) *store.Invocation {
 	t.Helper()
 	inv := e.insert(t, append(mods, running("w-"+randomHex(4), longLease))...)
 	if err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok-"+randomHex(4)); err != nil {
@@ -255,9 +293,10 @@ func (e *env) runningWithWatermark(t *testing.T, mods ...func(*store.InsertParam
 	return e.get(t, inv.ID)
 }
 
-// expire makes every lease of owner run out now by the database clock: it renews them
-// to one microsecond (renewal sets db-now + lease), so rows of one owner expire at the
-// same instant.
+// expire makes every lease of owner run out now by the store's clock: it renews them
+// to one microsecond (renewal sets now + lease), so rows of one owner expire at the
+// same instant, and moves the clock a millisecond (SQLite's precision) past it. The
+// other owners' leases, longLease or more, do not notice.
 func (e *env) expire(t *testing.T, owner string, want int) {
 	t.Helper()
 	n, err := e.s.InvocationRenewLeases(e.ctx, owner, e.leasedBy(t, owner), time.Microsecond)
@@ -267,7 +306,12 @@ func (e *env) expire(t *testing.T, owner string, want int) {
 	if n != want {
 		t.Fatalf("InvocationRenewLeases(%s) = %d, want %d", owner, n, want)
 	}
+	e.elapse(time.Millisecond)
 }
+
+// elapse moves the store's time forward by d: the suite's way to let a lease run
+// out, a session go idle or a cancellation age, without sleeping.
+func (e *env) elapse(d time.Duration) { e.clock.Advance(d) }
 
 // leasedBy lists the ids of the rows whose lease owner is owner.
 func (e *env) leasedBy(t *testing.T, owner string) []int64 {
@@ -298,7 +342,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // sweepUntil sweeps with p until every id in ids has been swept, and returns what the
-// passes decided, by id. It fails on a row swept twice or a row not in ids.
+// passes decided, by id. The rows' leases must already have run out by the store's
+// clock (expire, elapse): each pass must reclaim some of them, so nothing is waited
+// for. It fails on a pass that reclaims none, a row swept twice or a row not in ids.
 func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[int64]store.Swept {
 	t.Helper()
 	want := map[int64]bool{}
@@ -306,7 +352,7 @@ func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[in
 		want[id] = true
 	}
 	got := map[int64]store.Swept{}
-	eventually(t, fmt.Sprintf("the sweep to reclaim %v", ids), func() bool {
+	for len(got) < len(want) {
 		swept, err := e.s.InvocationSweep(e.ctx, p)
 		if err != nil {
 			t.Fatalf("InvocationSweep: %v", err)
@@ -321,8 +367,10 @@ func (e *env) sweepUntil(t *testing.T, p store.SweepParams, ids ...int64) map[in
 			}
 			got[id] = sw
 		}
-		return len(got) == len(want)
-	})
+		if len(swept) == 0 {
+			t.Fatalf("InvocationSweep reclaimed none of %v (%d of %d reclaimed): their leases have run out by the store's clock", ids, len(got), len(want))
+		}
+	}
 	return got
 }
 
@@ -356,12 +404,10 @@ func settled(status store.Status, outcome string) store.Settlement {
 // ---- insert and read
 
 func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
-	p := params(func(p *store.InsertParams) {
+	p := params(func(p *row) {
 		p.Idempotency, p.IdempotentWhen = store.IdempotencyConditionallyIdempotent, ptr(true)
 		p.Step, p.ToolVersion, p.Decision, p.ReasonCode = 7, 3, store.DecisionNeedsApproval, "approval_required"
 		p.ToolSHA256 = "sha-demo.write-v3"
-		p.Outcome = json.RawMessage(`{"held":true}`)
-		p.Owner, p.Lease = "ignored", time.Minute // ignored unless RUNNING
 	})
 	inv, inserted, err := e.s.InvocationInsert(e.ctx, p)
 	noErr(t, "InvocationInsert", err)
@@ -374,8 +420,8 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 			got.ToolVersion != p.ToolVersion || got.ToolSHA256 != p.ToolSHA256 || got.Idempotency != p.Idempotency || got.IdempotentWhen == nil ||
 			!*got.IdempotentWhen || !sameJSON(got.Args, p.Args) || got.ArgsHash != p.ArgsHash ||
 			got.OriginTrust != p.OriginTrust || got.ArgumentTrust != p.ArgumentTrust || got.Mode != p.Mode ||
-			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != p.ReasonCode ||
-			!sameJSON(got.Outcome, p.Outcome) {
+			got.Decision != p.Decision || got.Status != store.StatusPending || got.ReasonCode != "" ||
+			len(got.Outcome) != 0 {
 			t.Fatalf("row does not carry the inserted fields:\n got %+v\nwant %+v", got, p)
 		}
 		if got.Attempt != 0 || got.LeaseOwner != "" || got.LeaseExpiresAt != nil || got.EffectSentAt != nil ||
@@ -393,7 +439,7 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 		t.Fatalf("InvocationGetByKey id = %d, want %d", byKey.ID, inv.ID)
 	}
 	// no idempotent_when and no args round-trip as nil
-	bare := e.insert(t, func(p *store.InsertParams) { p.Args, p.IdempotentWhen = nil, nil })
+	bare := e.insert(t, func(p *row) { p.Args, p.IdempotentWhen = nil, nil })
 	if got := e.get(t, bare.ID); got.IdempotentWhen != nil || got.Args != nil {
 		t.Fatalf("IdempotentWhen %v, Args %q; want nil", got.IdempotentWhen, got.Args)
 	}
@@ -415,7 +461,7 @@ func testInsertRunningLeaseByDatabaseClock(t *testing.T, e *env) {
 
 func testInsertTerminalRecordsOutcomeOnce(t *testing.T, e *env) {
 	for _, st := range []store.Status{store.StatusSucceeded, store.StatusDenied, store.StatusFailed, store.StatusUnavailable, store.StatusUncertain} {
-		inv := e.insert(t, func(p *store.InsertParams) {
+		inv := e.insert(t, func(p *row) {
 			p.Status, p.ReasonCode, p.Outcome = st, "some_reason", json.RawMessage(`{"ok":false}`)
 			p.Owner, p.Lease = "ignored", time.Minute
 		})
@@ -428,7 +474,7 @@ func testInsertTerminalRecordsOutcomeOnce(t *testing.T, e *env) {
 
 func testInsertDuplicateKeyReturnsExisting(t *testing.T, e *env) {
 	first := e.insert(t)
-	again := params(running("worker-2", time.Minute), func(p *store.InsertParams) {
+	again := params(running("worker-2", time.Minute), func(p *row) {
 		p.Key, p.Tool, p.Args = first.Key, "other.tool", json.RawMessage(`{"x":2}`)
 	})
 	got, inserted, err := e.s.InvocationInsert(e.ctx, again)
@@ -482,13 +528,16 @@ func testInsertConcurrentSameKeyExactlyOneInserted(t *testing.T, e *env) {
 
 func testInsertInvalid(t *testing.T, e *env) {
 	cases := map[string]store.InsertParams{
-		"no key":              params(func(p *store.InsertParams) { p.Key = "" }),
+		"no key":              params(func(p *row) { p.Key = "" }),
 		"running no owner":    params(running("", time.Minute)),
 		"running no lease":    params(running("w", 0)),
 		"running neg lease":   params(running("w", -time.Second)),
-		"unknown status":      params(func(p *store.InsertParams) { p.Status = "SLEEPING" }),
-		"empty status":        params(func(p *store.InsertParams) { p.Status = "" }),
-		"suspension (status)": params(func(p *store.InsertParams) { p.Status = "SUSPENDED" }),
+		"unknown status":      params(func(p *row) { p.Status = "SLEEPING" }),
+		"empty status":        params(func(p *row) { p.Status = "" }),
+		"suspension (status)": params(func(p *row) { p.Status = "SUSPENDED" }),
+		"no constructor":      {Call: params().Call},
+		"settled, missing watermark": store.InsertSettled(params().Call,
+			store.SettleFailed("x", json.RawMessage(`{}`)).WithWatermarkMissing(true)),
 	}
 	for name, p := range cases {
 		_, _, err := e.s.InvocationInsert(e.ctx, p)
@@ -529,7 +578,7 @@ func testClaimNotPendingConflict(t *testing.T, e *env) {
 	run := e.insert(t, running("w", longLease))
 	_, err := e.s.InvocationClaimIfPending(e.ctx, run.ID, "w2", time.Minute)
 	wantErr(t, "claim RUNNING", err, store.ErrConflict)
-	done := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	done := e.insert(t, func(p *row) { p.Status = store.StatusSucceeded })
 	_, err = e.s.InvocationClaimIfPending(e.ctx, done.ID, "w2", time.Minute)
 	wantErr(t, "claim SUCCEEDED", err, store.ErrConflict)
 	if got := e.get(t, run.ID); got.LeaseOwner != "w" || got.Attempt != 1 {
@@ -642,16 +691,14 @@ func testMarkEffectSentZombieFenceLeaseLost(t *testing.T, e *env) {
 }
 
 func testMarkEffectSentLeaseExpiredLeaseLost(t *testing.T, e *env) {
-	// A short lease, polled: while it holds, marking (idempotently, one token)
-	// succeeds; once the database clock passes it, the watermark is refused.
-	inv := e.insert(t, running("w", 50*time.Millisecond))
-	eventually(t, "the lease to expire", func() bool {
-		err := e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok")
-		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			t.Fatalf("mark: %v", err)
-		}
-		return err != nil
-	})
+	// While the lease holds, marking (idempotently, one token) succeeds, up to its last
+	// minute; once the store's clock passes it, the watermark is refused.
+	inv := e.insert(t, running("w", 10*time.Minute))
+	noErr(t, "mark under the lease", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	e.elapse(9 * time.Minute)
+	noErr(t, "mark in the lease's last minute", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"))
+	e.elapse(2 * time.Minute)
+	wantErr(t, "mark after the lease", e.s.InvocationMarkEffectSentIfLeased(e.ctx, inv.Fence(), "tok"), store.ErrLeaseLost)
 	// not yet swept: the row is still RUNNING under the fence, and may still settle
 	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w" {
 		t.Fatalf("expired, unswept row: %+v", got)
@@ -745,7 +792,7 @@ func testSettleNonTerminal(t *testing.T, e *env) {
 // ---- the sweep
 
 func testSweepNoWatermarkRetry(t *testing.T, e *env) {
-	inv := e.insert(t, running("w1", longLease), func(p *store.InsertParams) { p.ReasonCode = "" })
+	inv := e.insert(t, running("w1", longLease), func(p *row) { p.ReasonCode = "" })
 	sw := e.sweepOne(t, inv, store.SweepParams{MaxAttempts: 3, Claimable: allTools})
 	got := sw.Invocation
 	if sw.Decision != store.SweepRetry || got.Status != store.StatusPending || got.Key != inv.Key ||
@@ -860,9 +907,16 @@ func testSweepWatermarkSetIdempotentCrashLoopFailed(t *testing.T, e *env) {
 	}
 }
 
-func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
+func testSweepLeaseExpiresByStoreClock(t *testing.T, e *env) {
 	long := e.insert(t, running("w-long", longLease))
-	short := e.insert(t, running("w-short", 50*time.Millisecond))
+	short := e.insert(t, running("w-short", 10*time.Minute))
+	e.elapse(9 * time.Minute)
+	swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
+	noErr(t, "sweep before the lease ran out", err)
+	if len(swept) != 0 {
+		t.Fatalf("a sweep a minute before the lease ran out reclaimed %+v", swept[0].Invocation)
+	}
+	e.elapse(2 * time.Minute)
 	if swept := e.sweepUntil(t, store.SweepParams{Claimable: allTools}, short.ID); swept[short.ID].Decision != store.SweepRetry {
 		t.Fatalf("short lease: %+v", swept[short.ID])
 	}
@@ -872,9 +926,10 @@ func testSweepLeaseExpiresByDatabaseClock(t *testing.T, e *env) {
 }
 
 func testSweepSuspendedRowsExcluded(t *testing.T, e *env) {
-	susp := e.insert(t, running("w-s", 50*time.Millisecond))
+	susp := e.insert(t, running("w-s", time.Minute))
 	noErr(t, "suspend", e.s.InvocationSuspendIfLeased(e.ctx, susp.Fence(), "resume-"+randomHex(4), json.RawMessage(`{"q":"?"}`)))
-	control := e.insert(t, running("w-c", 50*time.Millisecond))
+	control := e.insert(t, running("w-c", time.Minute))
+	e.elapse(2 * time.Minute)
 	// once the control row (same lease, later) is swept, the suspended one would have been too
 	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	if got := e.get(t, susp.ID); got.Status != store.StatusRunning || got.SuspendedAt == nil || got.LeaseOwner != "w-s" {
@@ -886,8 +941,9 @@ func testSweepPendingAndTerminalRowsIgnored(t *testing.T, e *env) {
 	pending := e.insert(t)
 	done := e.insert(t, running("w-d", longLease))
 	noErr(t, "settle", e.s.InvocationSettleIfLeased(e.ctx, done.Fence(), settled(store.StatusSucceeded, `{}`)))
-	denied := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusDenied })
+	denied := e.insert(t, func(p *row) { p.Status = store.StatusDenied })
 	control := e.insert(t, running("w-c", time.Microsecond))
+	e.elapse(time.Millisecond)
 	e.sweepUntil(t, store.SweepParams{Claimable: allTools}, control.ID)
 	for _, id := range []int64{pending.ID, done.ID, denied.ID} {
 		before := map[int64]store.Status{pending.ID: store.StatusPending, done.ID: store.StatusSucceeded, denied.ID: store.StatusDenied}[id]
@@ -904,14 +960,6 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 	}
 	e.expire(t, "w", 5) // all five expire at the same instant
 	var passes []int
-	eventually(t, "the first pass", func() bool {
-		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
-		noErr(t, "sweep", err)
-		if len(swept) > 0 {
-			passes = append(passes, len(swept))
-		}
-		return len(swept) > 0
-	})
 	for {
 		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
 		noErr(t, "sweep", err)
@@ -1147,12 +1195,8 @@ func testRenewExtendsOwnersUnsuspendedLeases(t *testing.T, e *env) {
 }
 
 func testRenewExpiredLeaseNotRevived(t *testing.T, e *env) {
-	inv := e.insert(t, running("w", 50*time.Millisecond))
-	eventually(t, "the lease to expire", func() bool {
-		n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, time.Microsecond)
-		noErr(t, "renew", err)
-		return n == 0
-	})
+	inv := e.insert(t, running("w", time.Minute))
+	e.elapse(time.Minute + time.Millisecond)
 	n, err := e.s.InvocationRenewLeases(e.ctx, "w", []int64{inv.ID}, longLease)
 	noErr(t, "renew", err)
 	if n != 0 {
@@ -1256,13 +1300,13 @@ func testResumeErrors(t *testing.T, e *env) {
 func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 	allow := e.insert(t)
 	hold := func() *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+		return e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	}
 	approved, denied, undecided := hold(), hold(), hold()
 	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}, nil))
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}, nil))
-	e.insert(t, running("w-r", longLease))                                        // RUNNING: not retryable
-	e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded }) // terminal
+	e.insert(t, running("w-r", longLease))                         // RUNNING: not retryable
+	e.insert(t, func(p *row) { p.Status = store.StatusSucceeded }) // terminal
 	retry := e.insert(t, running("w-retry", longLease))
 	e.sweepOne(t, retry, store.SweepParams{Claimable: allTools})
 
@@ -1284,10 +1328,10 @@ func testListRetryableAllowAndApprovedHolds(t *testing.T, e *env) {
 
 func testListUncertainTenantFilter(t *testing.T, e *env) {
 	uncertain := func(tenant string) *store.Invocation {
-		return e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = tenant, store.StatusUncertain })
+		return e.insert(t, func(p *row) { p.Tenant, p.Status = tenant, store.StatusUncertain })
 	}
 	a1, b1, a2 := uncertain("a"), uncertain("b"), uncertain("a")
-	e.insert(t, func(p *store.InsertParams) { p.Tenant, p.Status = "a", store.StatusFailed })
+	e.insert(t, func(p *row) { p.Tenant, p.Status = "a", store.StatusFailed })
 	check := func(tenant string, want ...int64) {
 		t.Helper()
 		got, err := e.s.InvocationListUncertain(e.ctx, tenant)
@@ -1316,21 +1360,21 @@ func testGetLatestGeneration(t *testing.T, e *env) {
 	p := store.GenerationParams{Tenant: "tenant-g", RunID: "run-g", Step: 0, ArgsHash: "h-g", CallIDBase: "auto-00ff"}
 	_, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
 	wantErr(t, "no generation yet", err, store.ErrNotFound)
-	gen := func(callID string, mods ...func(*store.InsertParams)) *store.Invocation {
-		return e.insert(t, append([]func(*store.InsertParams){func(ip *store.InsertParams) {
+	gen := func(callID string, mods ...func(*row)) *store.Invocation {
+		return e.insert(t, append([]func(*row){func(ip *row) {
 			ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID, ip.Status = p.Tenant, p.RunID, p.Step, p.ArgsHash, callID, store.StatusSucceeded
 		}}, mods...)...)
 	}
 	gen("auto-00ff")
 	want := gen("auto-00ff-2")
-	gen("auto-00ff-3", func(ip *store.InsertParams) { // a refusal: under a key of its own
+	gen("auto-00ff-3", func(ip *row) { // a refusal: under a key of its own
 		ip.Key, ip.Status, ip.ReasonCode = ip.Key+store.RefusalKeySuffix+"1", store.StatusDenied, "missing_scope"
 	})
-	gen("auto-00ffe")                                                            // another id that merely starts alike
-	gen("auto-00ff-4", func(ip *store.InsertParams) { ip.Tenant = "tenant-h" })  // another tenant
-	gen("auto-00ff-5", func(ip *store.InsertParams) { ip.Step = 1 })             // another step
-	gen("auto-00ff-6", func(ip *store.InsertParams) { ip.ArgsHash = "h-other" }) // other arguments
-	gen("auto-00ff-7", func(ip *store.InsertParams) { ip.RunID = "run-other" })  // another run
+	gen("auto-00ffe")                                             // another id that merely starts alike
+	gen("auto-00ff-4", func(ip *row) { ip.Tenant = "tenant-h" })  // another tenant
+	gen("auto-00ff-5", func(ip *row) { ip.Step = 1 })             // another step
+	gen("auto-00ff-6", func(ip *row) { ip.ArgsHash = "h-other" }) // other arguments
+	gen("auto-00ff-7", func(ip *row) { ip.RunID = "run-other" })  // another run
 	got, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
 	noErr(t, "latest generation", err)
 	if got.ID != want.ID {
@@ -1345,7 +1389,7 @@ var happenedOutcome = json.RawMessage(`{"status":"succeeded","call_id":"c"}`)
 // record answers a retry; did_not_happen is a call interrupted before its watermark,
 // PENDING and retryable under the same key. Neither is UNCERTAIN any more.
 func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
-	happened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-u", "run-u" })
+	happened := e.runningWithWatermark(t, func(p *row) { p.ArgsHash, p.RunID = "h-u", "run-u" })
 	e.sweepOne(t, happened, store.SweepParams{Claimable: allTools})
 	got, err := e.s.InvocationResolveUncertain(e.ctx, happened.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	noErr(t, "resolve", err)
@@ -1368,7 +1412,7 @@ func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
 		t.Fatalf("second resolution overwrote the first: %+v", stored)
 	}
 
-	notHappened := e.runningWithWatermark(t, func(p *store.InsertParams) { p.ArgsHash, p.RunID = "h-n", "run-n" })
+	notHappened := e.runningWithWatermark(t, func(p *row) { p.ArgsHash, p.RunID = "h-n", "run-n" })
 	e.sweepOne(t, notHappened, store.SweepParams{Claimable: allTools})
 	got, err = e.s.InvocationResolveUncertain(e.ctx, notHappened.ID, store.ResolutionDidNotHappen, "carol", nil, nil)
 	noErr(t, "resolve not happened", err)
@@ -1392,12 +1436,12 @@ func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
 }
 
 func testResolveUncertainErrors(t *testing.T, e *env) {
-	ok := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusSucceeded })
+	ok := e.insert(t, func(p *row) { p.Status = store.StatusSucceeded })
 	_, err := e.s.InvocationResolveUncertain(e.ctx, ok.ID, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve SUCCEEDED", err, store.ErrConflict)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, 424242, store.ResolutionHappened, "carol", happenedOutcome, nil)
 	wantErr(t, "resolve missing", err, store.ErrNotFound)
-	u := e.insert(t, func(p *store.InsertParams) { p.Status = store.StatusUncertain })
+	u := e.insert(t, func(p *row) { p.Status = store.StatusUncertain })
 	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, "maybe", "carol", nil, nil)
 	wantErr(t, "resolve maybe", err, store.ErrInvalid)
 	_, err = e.s.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "", happenedOutcome, nil)
@@ -1405,8 +1449,8 @@ func testResolveUncertainErrors(t *testing.T, e *env) {
 }
 
 func testBreakerCounts(t *testing.T, e *env) {
-	same := func(status store.Status) func(*store.InsertParams) {
-		return func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
+	same := func(status store.Status) func(*row) {
+		return func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
 	}
 	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
@@ -1417,8 +1461,8 @@ func testBreakerCounts(t *testing.T, e *env) {
 	e.insert(t, same(store.StatusDenied))
 	e.insert(t, same(store.StatusSucceeded))
 	e.insert(t, same(store.StatusPending))
-	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
-	e.insert(t, func(p *store.InsertParams) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
+	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
+	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
 	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
 	noErr(t, "breaker", err)
 	if c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
@@ -1435,7 +1479,7 @@ func testBreakerCounts(t *testing.T, e *env) {
 // ---- approvals, audit, catalog
 
 func testApprovalDecideAndGet(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	inv := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	a := store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: true, DecidedBy: "bob", Reason: "looks fine"}
 	noErr(t, "decide", e.s.ApprovalDecide(e.ctx, a, nil))
 	got, err := e.other.ApprovalGet(e.ctx, inv.Key)
@@ -1450,7 +1494,7 @@ func testApprovalDecideAndGet(t *testing.T, e *env) {
 }
 
 func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
-	inv := e.insert(t, func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval })
+	inv := e.insert(t, func(p *row) { p.Decision = store.DecisionNeedsApproval })
 	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: false, DecidedBy: "bob"}, nil))
 	for _, approved := range []bool{true, false} {
 		err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: inv.Tenant, Approved: approved, DecidedBy: "eve"}, nil)
@@ -1466,7 +1510,7 @@ func testApprovalDecideTwiceConflict(t *testing.T, e *env) {
 func testApprovalUnknownKeyOrOtherTenant(t *testing.T, e *env) {
 	err := e.s.ApprovalDecide(e.ctx, store.Approval{Key: "no-such-key", Tenant: "tenant-a", Approved: true, DecidedBy: "bob"}, nil)
 	wantErr(t, "unknown key", err, store.ErrNotFound)
-	inv := e.insert(t, func(p *store.InsertParams) { p.Tenant = "tenant-a" })
+	inv := e.insert(t, func(p *row) { p.Tenant = "tenant-a" })
 	err = e.s.ApprovalDecide(e.ctx, store.Approval{Key: inv.Key, Tenant: "tenant-b", Approved: true, DecidedBy: "mallory"}, nil)
 	wantErr(t, "other tenant", err, store.ErrNotFound)
 	_, err = e.s.ApprovalGet(e.ctx, inv.Key)
@@ -1566,7 +1610,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	}
 	c.Reset()
 	// every writing method counts once; reads count nothing
-	held, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Decision = store.DecisionNeedsApproval }))
+	held, _, err := c.InvocationInsert(e.ctx, params(func(p *row) { p.Decision = store.DecisionNeedsApproval }))
 	noErr(t, "insert", err)
 	// a decision and a review with their audit entries are one commit each (HOST-2)
 	noErr(t, "decide", c.ApprovalDecide(e.ctx, store.Approval{Key: held.Key, Tenant: held.Tenant, Approved: true, DecidedBy: "bob"},
@@ -1587,7 +1631,7 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "resume", err)
 	_, err = c.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
 	noErr(t, "sweep", err)
-	u, _, err := c.InvocationInsert(e.ctx, params(func(p *store.InsertParams) { p.Status = store.StatusUncertain }))
+	u, _, err := c.InvocationInsert(e.ctx, params(func(p *row) { p.Status = store.StatusUncertain }))
 	noErr(t, "insert", err)
 	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(u, "resolve"))
 	noErr(t, "resolve", err)

@@ -97,8 +97,8 @@ func (e *env) barrier(t *testing.T, catalog *store.Subscription) {
 	woken(t, catalog, "the barrier's catalog change")
 }
 
-func held(tenant string) func(*store.InsertParams) {
-	return func(p *store.InsertParams) { p.Tenant, p.Decision = tenant, store.DecisionNeedsApproval }
+func held(tenant string) func(*row) {
+	return func(p *row) { p.Tenant, p.Decision = tenant, store.DecisionNeedsApproval }
 }
 
 // testWakeApprovalOnlyItsKey: a decision wakes the waiters of its call's key, and
