@@ -3,6 +3,7 @@ package hostcli
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,24 +12,37 @@ import (
 	"github.com/toolgen/toolgen/internal/textsafe"
 )
 
+// catalogFlags are catalog's flags.
+type catalogFlags struct {
+	common
+	force, reason string
+}
+
+func (f *catalogFlags) bind(fs *flag.FlagSet, cmd string) {
+	f.common.bind(fs, cmd)
+	fs.StringVar(&f.force, "force-epoch", "", "re-pin every running session's catalog of SERVER to its current tools")
+	fs.StringVar(&f.reason, "reason", "", "why (recorded with a forced epoch)")
+}
+
+// runCatalog is catalog: the tools this host serves and the upstream catalog history;
+// with --force-epoch SERVER, a forced epoch that re-pins SERVER's tools in every running
+// session.
 func runCatalog(e *env, cmd string, args []string) int {
-	fs, c := newFlags(cmd, e)
-	force := fs.String("force-epoch", "", "re-pin every running session's catalog of SERVER to its current tools")
-	reason := fs.String("reason", "", "why (recorded with a forced epoch)")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+	var f catalogFlags
+	if pos, err := e.parse(cmd, &f, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	h, err := c.open(e, []string{}, nil)
+	h, err := f.open(e, []string{}, nil)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer h.Close()
-	actor, err := c.actor(e, h)
+	actor, err := f.actor(e, h)
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	if *force != "" {
-		id, err := h.Operator().ForceEpoch(e.ctx, actor, *force, *reason)
+	if f.force != "" {
+		id, err := h.Operator().ForceEpoch(e.ctx, actor, f.force, f.reason)
 		switch {
 		case errors.Is(err, host.ErrUnknownServer):
 			fmt.Fprintf(e.stderr, "%s catalog: %s\n", e.name, textsafe.Text(err.Error()))
@@ -38,10 +52,10 @@ func runCatalog(e *env, cmd string, args []string) int {
 		case err != nil:
 			return fail(e, cmd, err)
 		}
-		if c.json {
-			writeJSON(e.stdout, map[string]any{"server": *force, "forced_epoch": id})
+		if f.json {
+			writeJSON(e.stdout, map[string]any{"server": f.force, "forced_epoch": id})
 		} else {
-			fmt.Fprintf(e.stdout, "forced epoch %d recorded for %s: serving processes re-pin its tools in every running session\n", id, textsafe.Field(*force))
+			fmt.Fprintf(e.stdout, "forced epoch %d recorded for %s: serving processes re-pin its tools in every running session\n", id, textsafe.Field(f.force))
 		}
 		return ExitOK
 	}
@@ -50,7 +64,7 @@ func runCatalog(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	served := h.Registry().Current()
-	if c.json {
+	if f.json {
 		type tool struct {
 			Name    string `json:"name"`
 			Version int    `json:"version"`

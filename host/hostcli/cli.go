@@ -15,20 +15,23 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/internal/cli"
 	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/runtime/store"
 )
 
-// Exit codes: 0 done (for call: the call succeeded), 1 the call or the operation did not
-// succeed (an outcome other than succeeded, nothing to approve, ...), 2 usage or I/O.
+// The exit codes [Run] returns: the vocabulary toolgen's command line shares (package
+// internal/cli), under the names this package has always exported.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
-	ExitTrouble = 2
+	// ExitOK: done (for call: the call succeeded).
+	ExitOK = cli.ExitOK
+	// ExitFailed: the call or the operation did not succeed (an outcome other than
+	// succeeded, nothing to approve, a refused decision, a device the gateway refuses).
+	ExitFailed = cli.ExitFailed
+	// ExitTrouble: a usage or I/O error.
+	ExitTrouble = cli.ExitTrouble
 )
 
 // Config is what a host program serves: its tools, and the builtins it opts into.
@@ -112,7 +115,8 @@ type env struct {
 
 func (e *env) usage() string { return strings.ReplaceAll(usage, "NAME", e.name) }
 
-// Run runs the program with args (without the program name) and returns the exit code.
+// Run runs the program with args (without the program name) and returns the exit code:
+// [ExitOK], [ExitFailed] or [ExitTrouble].
 func Run(ctx context.Context, cfg Config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{ctx: ctx, cfg: cfg, name: cfg.Name, stdin: stdin, stdout: stdout, stderr: stderr}
 	if e.name == "" {
@@ -155,17 +159,39 @@ func init() {
 	}
 }
 
-// common are the flags of every command.
+// flags is a command's flags struct: bind declares its flags on the command's flag set.
+// A command's struct is declared next to the command; one that takes the flags every
+// command takes embeds common.
+type flags interface {
+	bind(fs *flag.FlagSet, cmd string)
+}
+
+// flagSet is a new flag set of cmd: errors and the usage go to stderr.
+func (e *env) flagSet(cmd string) *flag.FlagSet {
+	fs := flag.NewFlagSet(e.name+" "+cmd, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
+	return fs
+}
+
+// parse binds f to a new flag set of cmd and parses args into it, flags interleaved
+// with positional arguments ("approve 7 --reason x"; cli.Parse); it returns the
+// positional arguments.
+func (e *env) parse(cmd string, f flags, args []string) ([]string, error) {
+	fs := e.flagSet(cmd)
+	f.bind(fs, cmd)
+	return cli.Parse(fs, args)
+}
+
+// common are the flags of every command but device and events (which talk to a
+// server, not to a store): recover, uncertain and approvals take them alone.
 type common struct {
 	dir, db, workspace, principal, tenant, scopes, logLevel, tokenFile string
 	json                                                               bool
 	lease, sweep, retryWindow                                          time.Duration
 }
 
-func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet(e.name+" "+cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	c := &common{}
+func (c *common) bind(fs *flag.FlagSet, cmd string) {
 	fs.StringVar(&c.dir, "dir", ".", "spec root")
 	fs.StringVar(&c.db, "db", os.Getenv("TOOLRUN_DB"), "store: postgres:// URL or SQLite file")
 	fs.StringVar(&c.workspace, "workspace", os.Getenv("TOOLRUN_WORKSPACE"), "directory the workspace.* tools are confined to (default: the spec root)")
@@ -182,23 +208,6 @@ func newFlags(cmd string, e *env) (*flag.FlagSet, *common) {
 	fs.DurationVar(&c.lease, "lease", 0, "lease of a call while it runs (default 30s)")
 	fs.DurationVar(&c.sweep, "sweep", 0, "mean interval of the recovery pass of serve (default 12s)")
 	fs.DurationVar(&c.retryWindow, "retry-window", 0, "how long an identical write without a call id is its retry (default 10m)")
-	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
-	return fs, c
-}
-
-// parse parses flags interleaved with positional arguments ("approve 7 --reason x").
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 func (c *common) logger(stderr io.Writer) (*slog.Logger, error) {
@@ -354,66 +363,6 @@ func table(w io.Writer, header []string, rows [][]string) error {
 	return tw.Flush()
 }
 
-func runCall(e *env, cmd string, args []string) int {
-	fs, c := newFlags(cmd, e)
-	session := fs.String("session", "", `session id (default "cli", a session that pins no catalog: every call sees the current one)`)
-	run := fs.String("run", "", "run id (default: the session id)")
-	step := fs.Int("step", 0, "step number")
-	callID := fs.String("call-id", "", "call id (default: derived from the tool and its arguments)")
-	hold := fs.Duration("hold", 0, "how long a call held for approval waits (default 5m)")
-	proto := fs.String("protocol", "", "protocol name: the call is gated by the session's mode (WF-3, WF-4)")
-	mode := fs.String("mode", "", "pin the call to this mode of the protocol")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return ExitTrouble
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usageErr(e, cmd, "want TOOL and optional JSON arguments")
-	}
-	tool, raw := pos[0], "{}"
-	if len(pos) == 2 {
-		raw = pos[1]
-	}
-	if raw == "-" {
-		b, err := io.ReadAll(e.stdin)
-		if err != nil {
-			return fail(e, cmd, err)
-		}
-		raw = string(b)
-	}
-	servers := []string{}
-	if server, ok := upstreamOf(tool); ok {
-		servers = []string{server}
-	}
-	h, err := c.open(e, servers, func(hc *host.Config) {
-		hc.Protocol, hc.Mode, hc.ApprovalHold = *proto, *mode, *hold
-	})
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	defer h.Close()
-	p, err := c.actor(e, h)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	o, err := h.Call(e.ctx, host.CallRequest{Tool: tool, Args: json.RawMessage(raw), Principal: p,
-		SessionID: *session, RunID: *run, Step: *step, CallID: *callID})
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	if c.json {
-		if err := writeJSON(e.stdout, o); err != nil {
-			return fail(e, cmd, err)
-		}
-	} else {
-		printOutcome(e.stdout, o)
-	}
-	if o.Status != runtime.OutcomeSucceeded {
-		return ExitFailed
-	}
-	return ExitOK
-}
-
 // KillAtEnv names the crash drill: with TOOLRUN_KILL_AT=STEP, a host program SIGKILLs
 // its own process right after the named pipeline step ("watermark", "execute",
 // "settle", ... as runtime.Config.AfterStep names them), leaving what a real crash
@@ -430,183 +379,6 @@ func killAt() func(string) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-}
-
-// upstreamOf is the server of an mcp.<server>.<tool> name.
-func upstreamOf(tool string) (string, bool) {
-	rest, ok := strings.CutPrefix(tool, "mcp.")
-	if !ok {
-		return "", false
-	}
-	server, _, ok := strings.Cut(rest, ".")
-	return server, ok
-}
-
-// printOutcome prints an outcome for a person. A tool's content and a remote system's
-// detail are text someone else wrote: they keep their lines but lose every control
-// character a terminal would obey (textsafe.Text); ids are escaped as fields.
-func printOutcome(w io.Writer, o runtime.Outcome) {
-	f, t := textsafe.Field, textsafe.Text
-	replay := ""
-	if o.Replayed {
-		replay = " (recorded outcome, not executed again)"
-	}
-	if o.Status != runtime.OutcomeSucceeded {
-		fmt.Fprintf(w, "%s %s: %s%s\n", f(string(o.Status)), f(string(o.ReasonCode)), t(o.Message), replay)
-		if o.Retryable {
-			fmt.Fprintln(w, "retryable: yes")
-		}
-		if o.ExternalDetail != nil {
-			fmt.Fprintf(w, "external_detail (%s):\n%s\n", f(string(o.ExternalDetail.Trust)), t(o.ExternalDetail.Text))
-		}
-		fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
-		printReplayHint(w, o)
-		return
-	}
-	fmt.Fprintf(w, "succeeded%s\n", replay)
-	if o.Suspended != nil {
-		fmt.Fprintf(w, "suspended: resume token %s\n", f(o.Suspended.ResumeToken))
-	}
-	if o.Result != nil {
-		for _, it := range o.Result.Content {
-			fmt.Fprintf(w, "[%s] %s\n", f(string(it.Trust)), t(it.Text))
-		}
-		if len(o.Result.Structured) > 0 && len(o.Result.Content) == 0 {
-			fmt.Fprintf(w, "%s\n", t(string(o.Result.Structured)))
-		}
-	}
-	fmt.Fprintf(w, "call_id: %s\n", f(o.CallID))
-	printReplayHint(w, o)
-}
-
-// printReplayHint says, under a replayed outcome, how to make the call anew (SES-2).
-func printReplayHint(w io.Writer, o runtime.Outcome) {
-	if o.Replayed {
-		fmt.Fprintln(w, "(the same call again is its retry: to make it anew, give it a new --call-id)")
-	}
-}
-
-func runRecover(e *env, cmd string, args []string) int {
-	fs, c := newFlags(cmd, e)
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return usageErr(e, cmd, "takes no arguments")
-	}
-	h, err := c.open(e, []string{}, nil)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	defer h.Close()
-	actor, err := c.actor(e, h)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	rep, err := h.Operator().Recover(e.ctx, actor)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	if c.json {
-		writeJSON(e.stdout, map[string]int{"reclaimed": rep.Reclaimed, "retried": rep.Retried, "uncertain": rep.Uncertain, "failed": rep.Failed,
-			"skipped_not_registered": rep.SkippedNotRegistered, "skipped_changed": rep.SkippedChanged})
-		return ExitOK
-	}
-	// The skipped calls are left for a worker that has their tool (LIFE-1): never settled here.
-	fmt.Fprintf(e.stdout, "reclaimed %d expired lease(s): %d retried, %d UNCERTAIN (run %s uncertain), %d failed crash_loop; "+
-		"skipped %d: tool not registered here, %d: definition changed\n",
-		rep.Reclaimed, rep.Retried, rep.Uncertain, e.name, rep.Failed, rep.SkippedNotRegistered, rep.SkippedChanged)
-	return ExitOK
-}
-
-// invocationJSON is how the review commands print a row: classification and ids,
-// never the outcome's text; the arguments only for a call waiting for an approval,
-// which the approver must see to decide (issue 15, point 10).
-type invocationJSON struct {
-	ID           int64      `json:"id"`
-	Tool         string     `json:"tool"`
-	Status       string     `json:"status"`
-	ReasonCode   string     `json:"reason_code,omitempty"`
-	Decision     string     `json:"decision,omitempty"`
-	Principal    string     `json:"principal"`
-	Tenant       string     `json:"tenant"`
-	SessionID    string     `json:"session_id"`
-	RunID        string     `json:"run_id"`
-	Step         int        `json:"step"`
-	CallID       string     `json:"call_id"`
-	Mode         string     `json:"mode,omitempty"`
-	Key          string     `json:"key"`
-	EffectSentAt *time.Time `json:"effect_sent_at,omitempty"`
-	Resolution   string     `json:"resolution,omitempty"`
-	ResolvedBy   string     `json:"resolved_by,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	// Args are the call's canonical arguments: approvals only.
-	Args json.RawMessage `json:"args,omitempty"`
-}
-
-func rowJSON(inv *store.Invocation) invocationJSON {
-	return invocationJSON{
-		ID: inv.ID, Tool: inv.Tool, Status: string(inv.Status), ReasonCode: inv.ReasonCode, Decision: inv.Decision,
-		Principal: inv.Principal, Tenant: inv.Tenant, SessionID: inv.SessionID, RunID: inv.RunID, Step: inv.Step,
-		CallID: inv.CallID, Mode: inv.Mode, Key: inv.Key, EffectSentAt: inv.EffectSentAt,
-		Resolution: inv.Resolution, ResolvedBy: inv.ResolvedBy, CreatedAt: inv.CreatedAt,
-	}
-}
-
-func stamp(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// printRows prints rows as a table (or JSON); withArgs adds each call's arguments, cut
-// to maxArgsShown bytes in the table (the JSON has them whole).
-func printRows(e *env, c *common, rows []*store.Invocation, empty string, withArgs bool) {
-	if c.json {
-		out := make([]invocationJSON, 0, len(rows))
-		for _, r := range rows {
-			j := rowJSON(r)
-			if withArgs {
-				j.Args = r.Args
-			}
-			out = append(out, j)
-		}
-		writeJSON(e.stdout, out)
-		return
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(e.stdout, empty)
-		return
-	}
-	header := []string{"ID", "TOOL", "STATUS", "PRINCIPAL", "SESSION", "CALL", "MODE", "WATERMARK", "CREATED"}
-	if withArgs {
-		header = append(header, "ARGS")
-	}
-	var tab [][]string
-	for _, r := range rows {
-		row := []string{strconv.FormatInt(r.ID, 10), r.Tool, string(r.Status), r.Principal, r.SessionID, r.CallID,
-			orDash(r.Mode), stamp(r.EffectSentAt), r.CreatedAt.UTC().Format(time.RFC3339)}
-		if withArgs {
-			row = append(row, shortArgs(r.Args))
-		}
-		tab = append(tab, row)
-	}
-	table(e.stdout, header, tab)
-}
-
-// maxArgsShown bounds the arguments a table shows of one call.
-const maxArgsShown = 160
-
-// shortArgs is a call's canonical arguments for a table cell, cut on a character
-// boundary (the cell is escaped by table).
-func shortArgs(args json.RawMessage) string {
-	s := string(args)
-	if len(s) <= maxArgsShown {
-		return orDash(s)
-	}
-	cut := maxArgsShown
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 func orDash(s string) string {

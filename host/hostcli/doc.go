@@ -11,5 +11,12 @@
 //		hostcli.Main(hostcli.Config{Name: "acme-host", Tools: tools.All(), Builtins: []string{"protocol.dispatch"}})
 //	}
 //
+// Each command is a file (call.go, recover.go, uncertain.go for uncertain and resolve,
+// approvals.go for approvals, approve and deny, audit.go, serve.go, catalog.go,
+// device.go, events.go) holding a struct of its flags, bound to its flag set; cli.go
+// holds the dispatch, the flags every command takes and the helpers they share. The
+// exit codes and the parser of flags interleaved with arguments are the ones toolgen
+// uses too (internal/cli).
+//
 // hostcli must never be imported by a library package: it is a leaf, like a main.
 package hostcli

@@ -15,46 +15,54 @@ import (
 	"github.com/toolgen/toolgen/internal/textsafe"
 )
 
+// eventsFlags are events' flags: it talks to a server, not to a store, and takes none
+// of the common flags.
+type eventsFlags struct {
+	url, session, run, tenant, tokenFile, after string
+	once, json                                  bool
+}
+
+func (f *eventsFlags) bind(fs *flag.FlagSet, _ string) {
+	fs.StringVar(&f.url, "url", "", "the server's URL (toolrun serve --http ADDR), e.g. http://127.0.0.1:8080")
+	fs.StringVar(&f.session, "session", "", "only this session's events")
+	fs.StringVar(&f.run, "run", "", "only this run's events")
+	fs.StringVar(&f.tenant, "tenant", "", "only this tenant's events (a filter; with a token, the token's tenant is the only one)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (a server with principals.yaml requires one)")
+	fs.StringVar(&f.after, "after", "0", "print the events after this id (0: from the start)")
+	fs.BoolVar(&f.once, "once", false, "exit when caught up instead of following")
+	fs.BoolVar(&f.json, "json", false, "one JSON object per line")
+}
+
 // runEvents is toolrun events: it follows the event stream of a `toolrun serve --http`
 // (GET /events) and prints one line per event, or one JSON object per line with
 // --json. After a dropped connection it reconnects from the last id it printed, so it
 // prints every event once. --once exits when it has caught up instead of following.
 func runEvents(e *env, cmd string, args []string) int {
-	fs := flag.NewFlagSet(e.name+" "+cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, e.usage()) }
-	url := fs.String("url", "", "the server's URL (toolrun serve --http ADDR), e.g. http://127.0.0.1:8080")
-	session := fs.String("session", "", "only this session's events")
-	run := fs.String("run", "", "only this run's events")
-	tenant := fs.String("tenant", "", "only this tenant's events (a filter; with a token, the token's tenant is the only one)")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token (a server with principals.yaml requires one)")
-	after := fs.String("after", "0", "print the events after this id (0: from the start)")
-	once := fs.Bool("once", false, "exit when caught up instead of following")
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+	var f eventsFlags
+	if pos, err := e.parse(cmd, &f, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	if *url == "" {
+	if f.url == "" {
 		return usageErr(e, cmd, "want --url http://ADDR of toolrun serve --http")
 	}
 	opts := []events.FollowOption{events.OnRetry(func(err error, wait time.Duration) {
 		fmt.Fprintf(e.stderr, "%s events: %s; reconnecting in %s\n", e.name, textsafe.Text(err.Error()), wait)
 	})}
-	if *tokenFile != "" {
-		raw, err := os.ReadFile(*tokenFile)
+	if f.tokenFile != "" {
+		raw, err := os.ReadFile(f.tokenFile)
 		if err != nil {
 			return fail(e, cmd, err)
 		}
 		opts = append(opts, events.BearerToken(strings.TrimSpace(string(raw))))
 	}
-	if *once {
+	if f.once {
 		// a script waits for the answer: a server that is not there is an error
 		opts = append(opts, events.Once(), events.MaxRetries(5))
 	}
 	enc := json.NewEncoder(e.stdout)
-	err := events.Follow(e.ctx, *url, events.Filter{Tenant: *tenant, SessionID: *session, RunID: *run}, *after,
+	err := events.Follow(e.ctx, f.url, events.Filter{Tenant: f.tenant, SessionID: f.session, RunID: f.run}, f.after,
 		func(ev events.Event) error {
-			if *asJSON {
+			if f.json {
 				return enc.Encode(ev)
 			}
 			_, err := io.WriteString(e.stdout, eventLine(ev)+"\n")

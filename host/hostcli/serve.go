@@ -1,28 +1,35 @@
 package hostcli
 
 import (
+	"flag"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/toolgen/toolgen/host"
 )
 
-// runServe is serve: the registry over MCP, on one stdio connection (--stdio) or over
-// Streamable HTTP (--http ADDR: MCP at host.MCPPath, metrics, devices and the event
-// stream beside it; see host.Handler). Either way the host maintains itself while it
-// serves: leases renewed, the periodic recovery pass, forced epochs applied.
-func runServe(e *env, cmd string, args []string) int {
-	fs, c := newFlags(cmd, e)
-	stdio := fs.Bool("stdio", false, "serve one MCP connection on stdin/stdout")
-	addr := fs.String("http", "", "serve Streamable HTTP on ADDR: MCP at "+host.MCPPath+", Prometheus metrics at GET "+host.MetricsPath+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	common
+	stdio, noServers           bool
+	addr, proto, mode, session string
+	hold                       time.Duration
+	http                       host.HTTPConfig
+}
+
+func (f *serveFlags) bind(fs *flag.FlagSet, cmd string) {
+	f.common.bind(fs, cmd)
+	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP connection on stdin/stdout")
+	fs.StringVar(&f.addr, "http", "", "serve Streamable HTTP on ADDR: MCP at "+host.MCPPath+", Prometheus metrics at GET "+host.MetricsPath+
 		", devices at "+host.DevicesPath+", events at GET "+host.EventsPath+", the reviewer's console at "+host.ConsolePath+"/")
-	proto := fs.String("protocol", "", "protocol name (protocols/NAME.yaml)")
-	mode := fs.String("mode", "", "serve only this mode of the protocol")
-	session := fs.String("session", "", "session id of the stdio connection (default: a random id)")
-	noServers := fs.Bool("no-servers", false, "do not connect the upstream servers of servers/*.yaml")
-	hold := fs.Duration("hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
-	var hc host.HTTPConfig
+	fs.StringVar(&f.proto, "protocol", "", "protocol name (protocols/NAME.yaml)")
+	fs.StringVar(&f.mode, "mode", "", "serve only this mode of the protocol")
+	fs.StringVar(&f.session, "session", "", "session id of the stdio connection (default: a random id)")
+	fs.BoolVar(&f.noServers, "no-servers", false, "do not connect the upstream servers of servers/*.yaml")
+	fs.DurationVar(&f.hold, "hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
+	hc := &f.http
 	fs.Func("allowed-host", "a host name (host:port for one port, *.domain for its subdomains) clients reach --http by, besides loopback names and IP literals; repeatable, or comma-separated", func(v string) error {
 		for _, a := range strings.Split(v, ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -40,38 +47,45 @@ func runServe(e *env, cmd string, args []string) int {
 	fs.DurationVar(&hc.BodyTimeout, "body-timeout", 0, fmt.Sprintf("time to read a request's body (default %s)", host.DefaultBodyTimeout))
 	fs.DurationVar(&hc.WriteTimeout, "write-timeout", 0, fmt.Sprintf("time each write of a response may wait for the client (default %s)", host.DefaultWriteTimeout))
 	fs.DurationVar(&hc.IdleTimeout, "idle-timeout", 0, fmt.Sprintf("time an idle keep-alive connection is kept (default %s)", host.DefaultIdleTimeout))
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+}
+
+// runServe is serve: the registry over MCP, on one stdio connection (--stdio) or over
+// Streamable HTTP (--http ADDR: MCP at host.MCPPath, metrics, devices and the event
+// stream beside it; see host.Handler). Either way the host maintains itself while it
+// serves: leases renewed, the periodic recovery pass, forced epochs applied.
+func runServe(e *env, cmd string, args []string) int {
+	var f serveFlags
+	if pos, err := e.parse(cmd, &f, args); err != nil || len(pos) > 0 {
 		return usageErr(e, cmd, "takes no arguments besides flags")
 	}
-	if *stdio == (*addr != "") {
+	if f.stdio == (f.addr != "") {
 		return usageErr(e, cmd, "want exactly one of --stdio, --http ADDR")
 	}
 	var servers []string
-	if *noServers {
+	if f.noServers {
 		servers = []string{}
 	}
-	httpConfig := hc
-	h, err := c.open(e, servers, func(hc *host.Config) {
-		hc.Protocol, hc.Mode, hc.Session, hc.ApprovalHold = *proto, *mode, *session, *hold
-		hc.HTTP = httpConfig
+	h, err := f.open(e, servers, func(hc *host.Config) {
+		hc.Protocol, hc.Mode, hc.Session, hc.ApprovalHold = f.proto, f.mode, f.session, f.hold
+		hc.HTTP = f.http
 	})
 	if err != nil {
 		return fail(e, cmd, err)
 	}
 	defer h.Close()
-	if _, err := c.actor(e, h); err != nil { // the caller of stdio, and of HTTP without principals.yaml
+	if _, err := f.actor(e, h); err != nil { // the caller of stdio, and of HTTP without principals.yaml
 		return fail(e, cmd, err)
 	}
-	if *stdio {
+	if f.stdio {
 		if err := h.ServeStdio(e.ctx, e.stdin, e.stdout); err != nil {
 			return fail(e, cmd, err)
 		}
 		return ExitOK
 	}
-	if !h.HasPrincipals() && !loopback(*addr) {
-		return fail(e, cmd, fmt.Errorf("--http %s: without principals.yaml anyone who reaches the port would act as %q; serve on a loopback address, or declare the principals (ID-1)", *addr, c.principal))
+	if !h.HasPrincipals() && !loopback(f.addr) {
+		return fail(e, cmd, fmt.Errorf("--http %s: without principals.yaml anyone who reaches the port would act as %q; serve on a loopback address, or declare the principals (ID-1)", f.addr, f.principal))
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fail(e, cmd, err)
 	}

@@ -7,22 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/toolgen/toolgen/codegen"
+	"github.com/toolgen/toolgen/internal/cli"
 	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/spec/diag"
 	"github.com/toolgen/toolgen/spec/specdiff"
-)
-
-// Exit codes, the diff(1) convention: 0 clean, 1 findings or stale output, 2 trouble.
-const (
-	ExitOK       = 0
-	ExitFindings = 1
-	ExitUsage    = 2
 )
 
 const usage = `toolgen checks tool, server, protocol and policy specs and generates Go wrappers.
@@ -47,11 +38,13 @@ source line and a caret under the column.
 Exit status: 0 clean, 1 findings or stale output, 2 usage or I/O error.
 `
 
-// Run runs toolgen with args (without the program name) and returns the exit code.
+// Run runs toolgen with args (without the program name) and returns the exit code, one
+// of the vocabulary both command lines share: cli.ExitOK (clean), cli.ExitFailed
+// (findings, stale output, a failing diff), cli.ExitTrouble (usage or I/O error).
 func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "check":
@@ -66,13 +59,13 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return runSchema(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolgen", version())
-		return ExitOK
+		return cli.ExitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
-		return ExitOK
+		return cli.ExitOK
 	default:
 		fmt.Fprintf(stderr, "toolgen: unknown command %q\n\n%s", cmd, usage)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 }
 
@@ -83,29 +76,22 @@ func version() string {
 	return "(devel)"
 }
 
-// parseInterleaved parses flags that may come before or after the one positional DIR,
-// as in "toolgen generate . -check" and "toolgen generate -check .".
-func parseInterleaved(fs *flag.FlagSet, args []string) (dir string, err error) {
-	dir = "."
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+// parseDir parses a command's flags, before or after its one positional DIR, as in
+// "toolgen generate . -check" and "toolgen generate -check ." (cli.Parse), and returns
+// DIR ("." when none is given).
+func parseDir(fs *flag.FlagSet, args []string) (dir string, err error) {
+	positional, err := cli.Parse(fs, args)
+	if err != nil {
+		return "", err
 	}
 	switch len(positional) {
 	case 0:
+		return ".", nil
 	case 1:
-		dir = positional[0]
+		return positional[0], nil
 	default:
 		return "", fmt.Errorf("expected at most one spec directory, got %s", strings.Join(positional, " "))
 	}
-	return dir, nil
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -115,36 +101,32 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// output is how findings are printed: the -format and -snippets flags.
+// output is how findings are printed: the -format and -snippets flags, which check and
+// generate take (diff declares its own, with its own help).
 type output struct {
-	format   *string
-	snippets *bool
+	format   string
+	snippets bool
 }
 
-func outputFlags(fs *flag.FlagSet) output {
-	return output{
-		format:   fs.String("format", "text", "diagnostics format: text, json, github or markdown"),
-		snippets: fs.Bool("snippets", false, "text format: print each finding's source line and a caret under its column"),
-	}
+func (o *output) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.format, "format", "text", "diagnostics format: text, json, github or markdown")
+	fs.BoolVar(&o.snippets, "snippets", false, "text format: print each finding's source line and a caret under its column")
 }
 
 // textOutput is the text format without snippets.
-func textOutput() output {
-	format, snippets := string(diag.Text), false
-	return output{format: &format, snippets: &snippets}
-}
+func textOutput() output { return output{format: string(diag.Text)} }
 
 // load loads DIR and prints its diagnostics, their paths shown by pp. ok is false when
 // the caller must stop; code is then the exit code.
 func load(dir string, pp pathPrinter, out output, stdout, stderr io.Writer) (tree *spec.Tree, code int, ok bool) {
-	format, err := diag.ParseFormat(*out.format)
+	format, err := diag.ParseFormat(out.format)
 	if err != nil {
 		return nil, usageError(err, stderr), false
 	}
 	tree, diags, err := loadDir(dir, pp)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
-		return nil, ExitUsage, false
+		return nil, cli.ExitTrouble, false
 	}
 	if tree != nil {
 		// acknowledge: names specdiff's rules; spec cannot import specdiff to check them.
@@ -157,7 +139,7 @@ func load(dir string, pp pathPrinter, out output, stdout, stderr io.Writer) (tre
 			w = stdout
 		}
 		report := diag.Report{Command: "check", Summary: checkSummary(len(diags))}
-		if *out.snippets {
+		if out.snippets {
 			display := pp.show(dir)
 			report.Source = func(a diag.Annotation) ([]byte, bool) { return readDisplayed(dir, display, a.Path) }
 		}
@@ -166,16 +148,16 @@ func load(dir string, pp pathPrinter, out output, stdout, stderr io.Writer) (tre
 		}
 		if err := diag.Write(w, format, diags, report); err != nil {
 			fmt.Fprintf(stderr, "toolgen: %v\n", err)
-			return nil, ExitUsage, false
+			return nil, cli.ExitTrouble, false
 		}
 	}
 	if len(diags) > 0 {
 		if format == diag.Text {
 			fmt.Fprintf(stderr, "toolgen: %s\n", checkSummary(len(diags)))
 		}
-		return tree, ExitFindings, false
+		return tree, cli.ExitFailed, false
 	}
-	return tree, ExitOK, true
+	return tree, cli.ExitOK, true
 }
 
 // loadDir is spec.LoadDir with the diagnostics' paths shown by pp.
@@ -221,146 +203,10 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", stderr)
-	out := outputFlags(fs)
-	dir, err := parseInterleaved(fs, args)
-	if err != nil {
-		return usageError(err, stderr)
-	}
-	if _, err := diag.ParseFormat(*out.format); err != nil {
-		return usageError(err, stderr)
-	}
-	_, code, _ := load(dir, newPathPrinter(), out, stdout, stderr)
-	return code
-}
-
-func runGenerate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("generate", stderr)
-	output := outputFlags(fs)
-	out := fs.String("o", "", "output directory (default DIR/gen)")
-	pkg := fs.String("pkg", "", "Go package name of the output (default: the output directory's base name)")
-	check := fs.Bool("check", false, "write nothing; exit 1 and name the stale files if OUT is not what the specs produce")
-	verbose := fs.Bool("v", false, "print every tool generated and every file written")
-	dir, err := parseInterleaved(fs, args)
-	if err != nil {
-		return usageError(err, stderr)
-	}
-	if _, err := diag.ParseFormat(*output.format); err != nil {
-		return usageError(err, stderr)
-	}
-	if *out == "" {
-		*out = filepath.Join(dir, "gen")
-	}
-	if *pkg == "" {
-		abs, err := filepath.Abs(*out)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		*pkg = strings.ReplaceAll(filepath.Base(abs), "-", "_")
-	}
-	if !goIdent(*pkg) {
-		return usageError(fmt.Errorf("package name %q is not a Go identifier; use -pkg", *pkg), stderr)
-	}
-	pp := newPathPrinter()
-	tree, code, ok := load(dir, pp, output, stdout, stderr)
-	if !ok {
-		return code
-	}
-	files, err := codegen.Generate(tree, codegen.Options{Package: *pkg})
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgen: generate: %v\n", err)
-		return ExitUsage
-	}
-	changes, err := codegen.Sync(*out, files, *check)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgen: %v\n", err)
-		return ExitUsage
-	}
-	if *check {
-		if len(changes) == 0 {
-			if *verbose {
-				fmt.Fprintf(stdout, "%s is up to date (%d files)\n", pp.show(*out), len(files))
-			}
-			return ExitOK
-		}
-		for _, c := range changes {
-			what := "is stale"
-			switch {
-			case c.Action == "delete":
-				what = "is left over from a removed spec"
-			case !exists(filepath.Join(*out, c.Name)):
-				what = "is missing"
-			}
-			fmt.Fprintf(stderr, "%s %s\n", pp.show(filepath.Join(*out, c.Name)), what)
-		}
-		fmt.Fprintf(stderr, "toolgen: %d generated %s out of date; run go generate ./... (or toolgen generate %s)\n",
-			len(changes), plural(len(changes), "file is", "files are"), pp.show(dir))
-		return ExitFindings
-	}
-	if *verbose {
-		printSummary(stdout, tree, pp.show(*out), files, changes)
-	}
-	return ExitOK
-}
-
-func printSummary(w io.Writer, tree *spec.Tree, out string, files []codegen.File, changes []codegen.Change) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tKIND\tSIDE EFFECT\tIDEMPOTENCY\tRISK\tWATERMARK")
-	for _, t := range tree.Tools {
-		wm := "-"
-		if t.Idempotency != "idempotent" {
-			wm = "Prepare/Commit"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Kind, t.SideEffect, t.Idempotency, t.Risk, wm)
-	}
-	tw.Flush()
-	written, deleted := 0, 0
-	for _, c := range changes {
-		fmt.Fprintf(w, "%s %s\n", c.Action, filepath.Join(out, c.Name))
-		if c.Action == "delete" {
-			deleted++
-		} else {
-			written++
-		}
-	}
-	fmt.Fprintf(w, "%d tools, %d servers, %d protocols; %d files in %s: %d written, %d deleted, %d unchanged\n",
-		len(tree.Tools), len(tree.Servers), len(tree.Protocols), len(files), out, written, deleted, len(files)-written)
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func goIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func runSchema(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		return usageError(errors.New("schema takes one file kind: tool, server, protocol or policy"), stderr)
-	}
-	b, ok := spec.FileSchema(args[0])
-	if !ok {
-		return usageError(fmt.Errorf("unknown file kind %q: use tool, server, protocol or policy", args[0]), stderr)
-	}
-	stdout.Write(b)
-	return ExitOK
-}
-
 func usageError(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
+		return cli.ExitOK
 	}
 	fmt.Fprintf(stderr, "toolgen: %v\n", err)
-	return ExitUsage
+	return cli.ExitTrouble
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgen/toolgen/internal/cli"
 	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/spec/diag"
 	"github.com/toolgen/toolgen/spec/specdiff"
@@ -30,6 +32,19 @@ weakens,breaking), 1 otherwise, 2 on a usage error, a tree whose YAML cannot be 
 an acknowledge entry that names no rule a tool can acknowledge.
 `
 
+// diffFlags are diff's flags.
+type diffFlags struct {
+	format, against, failOn string
+	snippets                bool
+}
+
+func (f *diffFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.format, "format", "text", "output format: text, json, github or markdown")
+	fs.BoolVar(&f.snippets, "snippets", false, "text format: print each finding's source line and a caret under its column")
+	fs.StringVar(&f.against, "against", "", "compare with this git ref of the repository holding DIR (instead of OLD_DIR)")
+	fs.StringVar(&f.failOn, "fail-on", "weakens,breaking", "severities that make the exit status 1: weakens, breaking (comma-separated), or none")
+}
+
 // runDiff is `toolgen diff [--against REF | OLD_DIR] [-format F] [--fail-on LIST] [DIR]`.
 //
 // Both trees are loaded as `toolgen check` loads them; a tree with check findings is
@@ -37,29 +52,20 @@ an acknowledge entry that names no rule a tool can acknowledge.
 // tree holding a file whose YAML cannot be read at all is refused with exit 2: such a file
 // loads as nothing, and comparing would report everything in it as removed or added.
 func runDiff(args []string, stdout, stderr io.Writer) int {
+	var fl diffFlags
 	fs := newFlagSet("diff", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, diffUsage) }
-	format := fs.String("format", "text", "output format: text, json, github or markdown")
-	snippets := fs.Bool("snippets", false, "text format: print each finding's source line and a caret under its column")
-	against := fs.String("against", "", "compare with this git ref of the repository holding DIR (instead of OLD_DIR)")
-	failOn := fs.String("fail-on", "weakens,breaking", "severities that make the exit status 1: weakens, breaking (comma-separated), or none")
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return usageError(err, stderr)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	fl.bind(fs)
+	positional, err := cli.Parse(fs, args)
+	if err != nil {
+		return usageError(err, stderr)
 	}
-	f, err := diag.ParseFormat(*format)
+	f, err := diag.ParseFormat(fl.format)
 	if err != nil {
 		return usageError(err, stderr)
 	}
 	fail := map[specdiff.Severity]bool{}
-	for _, s := range strings.Split(*failOn, ",") {
+	for _, s := range strings.Split(fl.failOn, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "weakens", "breaking":
 			fail[specdiff.Severity(s)] = true
@@ -70,14 +76,14 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	var oldDir, dir string
 	switch {
-	case *against != "" && len(positional) <= 1:
+	case fl.against != "" && len(positional) <= 1:
 		dir = "."
 		if len(positional) == 1 {
 			dir = positional[0]
 		}
-	case *against == "" && len(positional) == 1:
+	case fl.against == "" && len(positional) == 1:
 		oldDir, dir = positional[0], "."
-	case *against == "" && len(positional) == 2:
+	case fl.against == "" && len(positional) == 2:
 		oldDir, dir = positional[0], positional[1]
 	default:
 		return usageError(errors.New("diff compares two trees: toolgen diff --against REF [DIR] or toolgen diff OLD_DIR [DIR]"), stderr)
@@ -95,18 +101,18 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		bad.Write(stderr, spec.FormatText)
 		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d acknowledge %s no rule a tool can acknowledge\n", pp.show(dir), len(bad),
 			plural(len(bad), "entry names", "entries name"))
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	var prev *spec.Tree
 	prevRoot, prevDisplay := oldDir, pp.show(oldDir)
-	if *against != "" {
-		tmp, err := gitTree(dir, *against)
+	if fl.against != "" {
+		tmp, err := gitTree(dir, fl.against)
 		if tmp != "" {
 			defer os.RemoveAll(tmp)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "toolgen: --against %s: %v\n", *against, err)
-			return ExitUsage
+			fmt.Fprintf(stderr, "toolgen: --against %s: %v\n", fl.against, err)
+			return cli.ExitTrouble
 		}
 		// Display the previous tree's paths as the current ones are displayed, so
 		// "previously tools/x.yaml:4:1" names the same file at the ref.
@@ -121,7 +127,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 
 	findings := specdiff.Compare(prev, cur)
 	report := diag.Report{Command: "diff", Summary: diffSummary(findings), Grouped: true}
-	if *snippets {
+	if fl.snippets {
 		report.Source = func(a diag.Annotation) ([]byte, bool) {
 			// The primary location is in the current tree unless the thing is gone.
 			root, display := dir, pp.show(dir)
@@ -133,17 +139,17 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := diag.Write(stdout, f, findings, report); err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	for _, f := range findings {
 		if fail[f.Severity] && !f.Acknowledged {
-			return ExitFindings
+			return cli.ExitFailed
 		}
 	}
-	return ExitOK
+	return cli.ExitOK
 }
 
-// loadForDiff loads dir, displayed as display. It refuses (nil, ExitUsage) a tree that
+// loadForDiff loads dir, displayed as display. It refuses (nil, cli.ExitTrouble) a tree that
 // cannot be read or holds unreadable YAML.
 func loadForDiff(dir, display string, stderr io.Writer) (*spec.Tree, int) {
 	st, err := os.Stat(dir)
@@ -152,12 +158,12 @@ func loadForDiff(dir, display string, stderr io.Writer) (*spec.Tree, int) {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
-		return nil, ExitUsage
+		return nil, cli.ExitTrouble
 	}
 	tree, diags, err := spec.LoadFS(os.DirFS(dir), display)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen: %v\n", err)
-		return nil, ExitUsage
+		return nil, cli.ExitTrouble
 	}
 	var unreadable spec.Diagnostics
 	for _, d := range diags {
@@ -169,9 +175,9 @@ func loadForDiff(dir, display string, stderr io.Writer) (*spec.Tree, int) {
 		unreadable.Write(stderr, spec.FormatText)
 		fmt.Fprintf(stderr, "toolgen: cannot compare %s: %d %s cannot be read as YAML\n", display, len(unreadable),
 			plural(len(unreadable), "file", "files"))
-		return nil, ExitUsage
+		return nil, cli.ExitTrouble
 	}
-	return tree, ExitOK
+	return tree, cli.ExitOK
 }
 
 // gitTree extracts the spec root DIR as it is at ref into a temporary directory, with

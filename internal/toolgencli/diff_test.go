@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgen/toolgen/internal/cli"
 )
 
 // TestDiffOwnHistory is the acceptance check of issue 5 on this repository's own
@@ -33,7 +35,7 @@ func TestDiffOwnHistory(t *testing.T) {
 	for _, ref := range append([]string{"HEAD"}, commits...) {
 		var stdout, stderr bytes.Buffer
 		code := Run([]string{"diff", "--against", ref, "--fail-on", "none", root}, &stdout, &stderr)
-		if code != ExitOK || stderr.Len() > 0 {
+		if code != cli.ExitOK || stderr.Len() > 0 {
 			t.Errorf("toolgen diff --against %s: exit %d\nstderr:\n%s", ref, code, stderr.String())
 			continue
 		}

@@ -2,6 +2,7 @@ package toolgencli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,9 +10,21 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgen/toolgen/internal/cli"
 	"github.com/toolgen/toolgen/internal/scaffold"
 	"github.com/toolgen/toolgen/spec"
 )
+
+// hostFlags are host's flags.
+type hostFlags struct {
+	name  string
+	force bool
+}
+
+func (f *hostFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.name, "name", "", "the host program, written to cmd/NAME/main.go (default: the module path's last element and -host)")
+	fs.BoolVar(&f.force, "force", false, "overwrite the files if they exist")
+}
 
 // runHost is `toolgen host`: it writes, once, the host program that serves the module's
 // own tools over MCP (cmd/NAME/main.go, over host/hostcli) and, when the tools package
@@ -20,15 +33,15 @@ import (
 // everything checks: the spec tree, an implementation for every spec, and no file to
 // overwrite without -force.
 func runHost(args []string, stdout, stderr io.Writer) int {
+	var fl hostFlags
 	fs := newFlagSet("host", stderr)
-	name := fs.String("name", "", "the host program, written to cmd/NAME/main.go (default: the module path's last element and -host)")
-	force := fs.Bool("force", false, "overwrite the files if they exist")
-	dir, err := parseInterleaved(fs, args)
+	fl.bind(fs)
+	dir, err := parseDir(fs, args)
 	if err != nil {
 		return usageError(err, stderr)
 	}
-	if *name != "" && !scaffold.ProgramName.MatchString(*name) {
-		return usageError(fmt.Errorf("-name %q is not a program name (letters, digits, '.', '_', '-'; one directory under cmd/)", *name), stderr)
+	if fl.name != "" && !scaffold.ProgramName.MatchString(fl.name) {
+		return usageError(fmt.Errorf("-name %q is not a program name (letters, digits, '.', '_', '-'; one directory under cmd/)", fl.name), stderr)
 	}
 	pp := newPathPrinter()
 	tree, code, ok := load(dir, pp, textOutput(), stdout, stderr)
@@ -38,10 +51,10 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	mod, err := scaffold.FindModule(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen host: %v\n", err)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
-	if *name == "" {
-		if *name = scaffold.DefaultName(mod.Path); !scaffold.ProgramName.MatchString(*name) {
+	if fl.name == "" {
+		if fl.name = scaffold.DefaultName(mod.Path); !scaffold.ProgramName.MatchString(fl.name) {
 			return usageError(fmt.Errorf("module path %s gives no program name; use -name", mod.Path), stderr)
 		}
 	}
@@ -59,13 +72,13 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 		}
 		diags.Write(stderr, spec.FormatText)
 		fmt.Fprintf(stderr, "toolgen: %d %s; nothing written\n", len(diags), plural(len(diags), "problem", "problems"))
-		return ExitFindings
+		return cli.ExitFailed
 	}
 
 	layout, findings, err := scaffold.FindLayout(mod, dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen host: %v\n", err)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	if len(findings) > 0 {
 		return report(findings)
@@ -73,14 +86,14 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	pkg, err := scaffold.ParsePackage(layout)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen host: %v\n", err)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	if pkg.Name == "main" {
 		fmt.Fprintf(stderr, "toolgen host: the tools package %s is a command (package main), which the host program cannot import; "+
 			"implement the tools in a package of their own\n", show(layout.ToolsDir))
-		return ExitFindings
+		return cli.ExitFailed
 	}
-	mainFile := filepath.Join(mod.Root, "cmd", *name, "main.go")
+	mainFile := filepath.Join(mod.Root, "cmd", fl.name, "main.go")
 	allFile := filepath.Join(layout.ToolsDir, scaffold.AllFileName)
 	if len(pkg.BadAll) > 0 {
 		for i := range pkg.BadAll {
@@ -95,7 +108,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	if writeAll {
 		targets = append(targets, allFile)
 	}
-	if !*force {
+	if !fl.force {
 		refused := 0
 		for _, t := range targets {
 			if _, err := os.Lstat(t); err == nil {
@@ -104,12 +117,12 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if refused > 0 {
-			return ExitFindings
+			return cli.ExitFailed
 		}
 	}
 
 	modRel, _ := filepath.Rel(canonicalPath(mod.Root), canonicalAbs(dir))
-	run := "go run ./" + path.Join("cmd", *name) + " serve --stdio"
+	run := "go run ./" + path.Join("cmd", fl.name) + " serve --stdio"
 	if modRel != "." && modRel != "" {
 		run += " --dir " + shellQuote(filepath.ToSlash(modRel))
 	}
@@ -123,10 +136,10 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 		if len(findings) > 0 {
 			return report(findings)
 		}
-		src, findings, err := scaffold.AllFile(pkg.ToolsPackageName(), layout, impls, path.Join("cmd", *name))
+		src, findings, err := scaffold.AllFile(pkg.ToolsPackageName(), layout, impls, path.Join("cmd", fl.name))
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgen host: %s: %v\n", show(allFile), err)
-			return ExitUsage
+			return cli.ExitTrouble
 		}
 		if len(findings) > 0 {
 			return report(findings)
@@ -137,17 +150,17 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	for _, b := range tree.ReferencedBuiltins {
 		builtins = append(builtins, b.Name)
 	}
-	src, err := scaffold.MainFile(*name, layout, pkg.ToolsPackageName(), builtins, run)
+	src, err := scaffold.MainFile(fl.name, layout, pkg.ToolsPackageName(), builtins, run)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgen host: %s: %v\n", show(mainFile), err)
-		return ExitUsage
+		return cli.ExitTrouble
 	}
 	files[mainFile] = src
 
 	for _, t := range targets {
 		if err := writeFile(t, files[t]); err != nil {
 			fmt.Fprintf(stderr, "toolgen host: %v\n", err)
-			return ExitUsage
+			return cli.ExitTrouble
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", show(t))
 	}
@@ -156,7 +169,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 		next = "cd " + shellQuote(root) + " && " + run
 	}
 	fmt.Fprintf(stdout, "serve the tools over MCP: %s\n", next)
-	return ExitOK
+	return cli.ExitOK
 }
 
 // writeFile writes data to p, creating its directory. A file is replaced whole: data

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgen/toolgen/internal/cli"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -42,7 +44,7 @@ func hostModule(t *testing.T) string {
 func TestHost_SpecRootBelowTheModuleRoot(t *testing.T) {
 	root := hostModule(t)
 	code, stdout, stderr := runIn(t, filepath.Join(root, "specs"), "host")
-	if code != ExitOK || stderr != "" {
+	if code != cli.ExitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	want := "wrote ../cmd/acme-host/main.go\nwrote tools/all.go\n" +
@@ -65,11 +67,11 @@ func TestHost_SpecRootBelowTheModuleRoot(t *testing.T) {
 	}
 	// Written once: a second run refuses, naming the file; -name writes another program.
 	code, _, stderr = runIn(t, root, "host", "specs")
-	if code != ExitFindings || !strings.HasPrefix(stderr, "toolgen host: cmd/acme-host/main.go exists") {
+	if code != cli.ExitFailed || !strings.HasPrefix(stderr, "toolgen host: cmd/acme-host/main.go exists") {
 		t.Errorf("second run: exit %d, stderr:\n%s", code, stderr)
 	}
 	code, stdout, _ = runIn(t, root, "host", "-name", "other", "specs")
-	if code != ExitOK || stdout != "wrote cmd/other/main.go\nserve the tools over MCP: go run ./cmd/other serve --stdio --dir specs\n" {
+	if code != cli.ExitOK || stdout != "wrote cmd/other/main.go\nserve the tools over MCP: go run ./cmd/other serve --stdio --dir specs\n" {
 		t.Errorf("-name other: exit %d, stdout:\n%s", code, stdout)
 	}
 }
@@ -82,7 +84,7 @@ func TestHost_UsageAndIOErrors_Exit2(t *testing.T) {
 		{"host", "-bogus"},
 		{"host", "missing"},
 	} {
-		if code, stdout, stderr := runIn(t, root, args...); code != ExitUsage || stdout != "" || !strings.Contains(stderr, "toolgen") {
+		if code, stdout, stderr := runIn(t, root, args...); code != cli.ExitTrouble || stdout != "" || !strings.Contains(stderr, "toolgen") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
@@ -94,10 +96,10 @@ func TestHost_UsageAndIOErrors_Exit2(t *testing.T) {
 	writeFiles(t, outside, map[string]string{"tools/a.b.yaml": "name: a.b\nversion: 1\ndescription: d\nside_effect: none\nrisk: low\n"})
 	code, _, stderr := runIn(t, outside, "host")
 	if strings.Contains(stderr, "not inside a Go module") {
-		if code != ExitUsage {
+		if code != cli.ExitTrouble {
 			t.Errorf("outside a module: exit %d", code)
 		}
-	} else if code == ExitOK {
+	} else if code == cli.ExitOK {
 		t.Skipf("the temporary directory is inside a Go module")
 	}
 }
@@ -109,7 +111,7 @@ func TestHost_BadAll(t *testing.T) {
 	writeFiles(t, root, map[string]string{"specs/tools/all_other.go": "package tools\n\nfunc All() []string { return nil }\n"})
 	code, stdout, stderr := runIn(t, root, "host", "specs")
 	want := "specs/tools/all_other.go:3:6: All is declared here, but not as func All() []runtime.Tool, which cmd/acme-host/main.go calls"
-	if code != ExitFindings || stdout != "" || !strings.HasPrefix(stderr, want) {
+	if code != cli.ExitFailed || stdout != "" || !strings.HasPrefix(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

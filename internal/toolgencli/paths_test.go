@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgen/toolgen/internal/cli"
 )
 
 // pathsModule writes a module whose tools/ holds a spec with one finding and the
@@ -47,7 +49,7 @@ func TestPaths_GoGenerate_RelativeToModuleRoot(t *testing.T) {
 	t.Setenv("GOPACKAGE", "tools")
 	code, _, stderr := runIn(t, filepath.Join(root, "tools"), "generate", "-o", "../gen", "..")
 	want := "tools/demo.write.yaml:4:1: idempotency is required when side_effect is write"
-	if code != ExitFindings || !strings.HasPrefix(stderr, want) {
+	if code != cli.ExitFailed || !strings.HasPrefix(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant it to start with %s", code, stderr, want)
 	}
 }
@@ -66,7 +68,7 @@ func TestPaths_GoGenerate_StaleFilesRelativeToModuleRoot(t *testing.T) {
 		filepath.Join("gen", "tool.demo.read.gen.go") + " is missing\n",
 		"run go generate ./... (or toolgen generate .)",
 	} {
-		if code != ExitFindings || !strings.Contains(stderr, want) {
+		if code != cli.ExitFailed || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr:\n%s\nwant it to hold %q", code, stderr, want)
 		}
 	}
@@ -82,11 +84,11 @@ func TestPaths_Direct_AsNamed(t *testing.T) {
 	t.Setenv("GOFILE", "")
 	t.Setenv("GOPACKAGE", "")
 	code, _, stderr := runIn(t, filepath.Join(root, "tools"), "check", "..")
-	if want := "../tools/demo.write.yaml:4:1: "; code != ExitFindings || !strings.HasPrefix(stderr, want) {
+	if want := "../tools/demo.write.yaml:4:1: "; code != cli.ExitFailed || !strings.HasPrefix(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant it to start with %s", code, stderr, want)
 	}
 	code, _, stderr = runIn(t, root, "check", ".")
-	if want := "tools/demo.write.yaml:4:1: "; code != ExitFindings || !strings.HasPrefix(stderr, want) {
+	if want := "tools/demo.write.yaml:4:1: "; code != cli.ExitFailed || !strings.HasPrefix(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant it to start with %s", code, stderr, want)
 	}
 }
@@ -105,7 +107,7 @@ func TestPaths_GoGenerate_OutsideModuleRoot(t *testing.T) {
 	t.Setenv("GOFILE", "generate.go")
 	t.Setenv("GOPACKAGE", "other")
 	code, _, stderr := runIn(t, mod, "check", specs)
-	if want := filepath.ToSlash(specs) + "/tools/demo.write.yaml:4:1: "; code != ExitFindings || !strings.HasPrefix(stderr, want) {
+	if want := filepath.ToSlash(specs) + "/tools/demo.write.yaml:4:1: "; code != cli.ExitFailed || !strings.HasPrefix(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant it to start with %s", code, stderr, want)
 	}
 }
