@@ -258,7 +258,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 		return fmt.Errorf("policy: %w", err)
 	}
 	h.reg = runtime.NewRegistry()
-	if err := h.reg.Register(tools...); err != nil {
+	if err := register(h.reg, tools); err != nil {
 		return err
 	}
 	if err := h.reg.PersistPins(h.st, cfg.MaxCachedSessions); err != nil {

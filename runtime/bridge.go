@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/toolgen/toolgen/internal/names"
 )
 
 // ErrScriptTornDown is returned by Bridge.Call when an approval hold outlived its bound:
@@ -40,14 +43,30 @@ func NewBridge(p *Pipeline, base Call, script []byte) *Bridge {
 // ScriptHash is the hash prefix of every call id this bridge makes.
 func (b *Bridge) ScriptHash() string { return b.scriptHash }
 
-// Call runs one tool call of the script.
+// Calls is the number of calls the bridge has made (the ordinal of the last one).
+func (b *Bridge) Calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// Call runs one tool call of the script, with the base call's argument trust.
 func (b *Bridge) Call(ctx context.Context, tool string, args json.RawMessage) (Outcome, error) {
+	return b.CallTrust(ctx, tool, args, b.base.ArgumentTrust)
+}
+
+// CallTrust runs one tool call of the script whose arguments carry the label trust
+// (carried provenance, ADR-0021 decision 11). The label is never raised above the base
+// call's: a script's calls are at most as trusted as the call that carried the script
+// (RT-6).
+func (b *Bridge) CallTrust(ctx context.Context, tool string, args json.RawMessage, trust Trust) (Outcome, error) {
 	b.mu.Lock()
 	b.n++
 	ordinal := b.n
 	b.mu.Unlock()
 	c := b.base
 	c.Tool, c.Args = tool, args
+	c.ArgumentTrust = MinTrust(ParseTrust(string(b.base.ArgumentTrust)), ParseTrust(string(trust)))
 	c.CallID = b.scriptHash + ":" + strconv.Itoa(ordinal)
 	o, err := b.p.Execute(ctx, c)
 	if err != nil {
@@ -57,4 +76,59 @@ func (b *Bridge) Call(ctx context.Context, tool string, args json.RawMessage) (O
 		return o, ErrScriptTornDown
 	}
 	return o, nil
+}
+
+// bridgeKey carries, in the context of a sandbox tool's execution, what BridgeFrom needs.
+type bridgeKey struct{}
+
+type bridgeHost struct {
+	p    *Pipeline
+	base Call
+}
+
+// bridgeContext is how step 11 hands a sandbox adapter's tool (a tool registered with
+// RegisterAdapter("sandbox", ...), such as sandbox.run_script) the bridge to the
+// pipeline: no other tool finds it in its context (RT-2 holds for every other tool). The
+// base call is the script's call as decided: its tenant, principal, session, run, step
+// and workspace, its origin_trust as the context label and its argument_trust, so that
+// every call of the script is at most as trusted as the call that carried it.
+func (p *Pipeline) bridgeContext(ctx context.Context, c *call) context.Context {
+	if !c.reg.adapter || names.Domain(c.spec.Name) != sandboxDomain {
+		return ctx
+	}
+	base := c.Call
+	base.CallID, base.Derived, base.Tool, base.Args = "", false, "", nil
+	base.ContextTrust = []Trust{c.originTrust}
+	base.ArgumentTrust = c.argumentTrust
+	return context.WithValue(ctx, bridgeKey{}, &bridgeHost{p: p, base: base})
+}
+
+// sandboxDomain is the reserved domain of the script runner.
+const sandboxDomain = "sandbox"
+
+// BridgeFrom returns a bridge for one execution of script, made from inside a sandbox
+// tool's Execute: its calls are the script's calls, through the pipeline that runs the
+// sandbox tool, as the caller of the sandbox tool. false outside a sandbox tool.
+func BridgeFrom(ctx context.Context, script []byte) (*Bridge, bool) {
+	h, ok := ctx.Value(bridgeKey{}).(*bridgeHost)
+	if !ok {
+		return nil, false
+	}
+	return NewBridge(h.p, h.base, script), true
+}
+
+// scriptReason maps the failure code a sandbox tool reports to its own reason code
+// (script_*, runtime/reasons.yaml), so that how a script ended is the outcome's
+// reason_code. Any other code stays tool_failure.
+func scriptReason(spec *ToolSpec, code string) (ReasonCode, bool) {
+	r := ReasonCode(code)
+	if names.Domain(spec.Name) != sandboxDomain || !strings.HasPrefix(code, "script_") || !r.Known() {
+		return "", false
+	}
+	return r, true
+}
+
+func scriptReasonOK(spec *ToolSpec, code string) bool {
+	_, ok := scriptReason(spec, code)
+	return ok
 }

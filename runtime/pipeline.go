@@ -861,6 +861,7 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, er
 			err = fmt.Errorf("runtime: tool %s panicked: %v", c.spec.Name, r)
 		}
 	}()
+	ctx = p.bridgeContext(ctx, c) // only a sandbox adapter's tool gets the bridge (RT-12)
 	res, err = c.reg.tool.Execute(ctx, tc, json.RawMessage(c.canonicalArgs))
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -950,6 +951,9 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 				// MCP-6: an adapter declined the server's request for input (sampling,
 				// roots, elicitation); only an adapter's tool can claim this reason.
 				reason = ReasonInputRequestDeclined
+			case scriptReasonOK(c.spec, res.Failure.Code):
+				// SCR-1: how a script ended (a budget, a hold, its own error) is the reason.
+				reason, _ = scriptReason(c.spec, res.Failure.Code)
 			case res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)):
 				// A failure the tool calls retryable is reported so only when a retry is safe.
 				reason = ReasonToolFailureRetryable
