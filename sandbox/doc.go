@@ -45,7 +45,10 @@
 //     failed/script_stopped, with that call and outcome in external_detail; a person
 //     resolves it in the UNCERTAIN queue, and the script stops there on every
 //     re-execution until then;
-//   - still in progress under another worker's lease (call_in_progress): script_stopped.
+//   - still in progress under another worker's lease (call_in_progress):
+//     unavailable/script_call_in_progress, retryable: the script's row is released,
+//     and the next recovery pass (or the caller's retry) runs the script again, by
+//     when the sweep has decided that call.
 //
 // A worker killed mid-script leaves the script's row RUNNING; the sweep reclaims it
 // (it is idempotent) and re-runs the script from the start the same way. Replay safety

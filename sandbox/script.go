@@ -249,9 +249,12 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error)
 	case torn:
 		r.stop(runtime.ReasonCode("script_held"), fmt.Sprintf("call %d (%s, call_id %s) is held for approval past the hold bound", rec.Ordinal, name, o.CallID))
 		return nil, runtime.ErrScriptTornDown
-	case o.Status == runtime.OutcomeUncertain, o.ReasonCode == runtime.ReasonCallInProgress, o.ReasonCode == runtime.ReasonCallSuspended:
+	case o.Status == runtime.OutcomeUncertain:
 		r.stop(runtime.ReasonCode("script_stopped"), fmt.Sprintf("call %d (%s, call_id %s) ended %s/%s", rec.Ordinal, name, o.CallID, o.Status, o.ReasonCode))
 		return nil, errors.New("script_stopped")
+	case o.ReasonCode == runtime.ReasonCallInProgress, o.ReasonCode == runtime.ReasonCallSuspended:
+		r.stop(runtime.ReasonCode("script_call_in_progress"), fmt.Sprintf("call %d (%s, call_id %s) is %s", rec.Ordinal, name, o.CallID, o.ReasonCode))
+		return nil, errors.New("script_call_in_progress")
 	}
 	return outcomeValue(o)
 }
