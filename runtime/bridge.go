@@ -36,8 +36,29 @@ type Bridge struct {
 // NewBridge returns a bridge for one execution of script. base carries the identity
 // (tenant, principal, session, run, step, trust labels, workspace) every call shares.
 func NewBridge(p *Pipeline, base Call, script []byte) *Bridge {
+	return &Bridge{p: p, base: base, scriptHash: ScriptHash(script)}
+}
+
+// ScriptHash is the hash a script's call ids start with: the hex of the first 16 bytes
+// of its SHA-256. The audit view finds a script's calls by it (run, step and
+// ScriptHash(script) + ":" + ordinal).
+func ScriptHash(script []byte) string {
 	sum := sha256.Sum256(script)
-	return &Bridge{p: p, base: base, scriptHash: hex.EncodeToString(sum[:16])}
+	return hex.EncodeToString(sum[:16])
+}
+
+// ScriptOrdinal splits a call id the bridge made into its script hash and ordinal;
+// false for any other call id.
+func ScriptOrdinal(callID string) (hash string, ordinal int, ok bool) {
+	hash, n, found := strings.Cut(callID, ":")
+	if !found || len(hash) != 32 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return "", 0, false
+	}
+	ordinal, err := strconv.Atoi(n)
+	if err != nil || ordinal < 1 || strconv.Itoa(ordinal) != n {
+		return "", 0, false
+	}
+	return hash, ordinal, true
 }
 
 // ScriptHash is the hash prefix of every call id this bridge makes.
