@@ -121,6 +121,12 @@ func (p *Pipeline) bridgeContext(ctx context.Context, c *call) context.Context {
 	base.CallID, base.Derived, base.Tool, base.Args = "", false, "", nil
 	base.ContextTrust = []Trust{c.originTrust}
 	base.ArgumentTrust = c.argumentTrust
+	if base.Principal.Scopes == nil && base.Principal.Claims == nil && p.cfg.ScriptPrincipal != nil {
+		// Recovery re-runs the script as the recorded id only (Config.ScriptPrincipal).
+		if pr, ok := p.cfg.ScriptPrincipal(base.Tenant, base.Principal.ID); ok && pr.ID == base.Principal.ID && pr.Tenant == base.Tenant {
+			base.Principal = pr
+		}
+	}
 	return context.WithValue(ctx, bridgeKey{}, &bridgeHost{p: p, base: base})
 }
 

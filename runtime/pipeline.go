@@ -85,6 +85,12 @@ type Config struct {
 	// uses it to apply a succeeded protocol.dispatch to the session's mode. Its error is
 	// returned by Execute, with the outcome: the call itself is recorded either way.
 	AfterCall func(ctx context.Context, c Call, o Outcome) error
+	// ScriptPrincipal, when set, gives the principal of a tenant's principal id as the
+	// host knows it now. Recovery re-executes a call as the id its row recorded, without
+	// scopes or claims; a script it re-runs (sandbox.run_script, RT-12) makes its calls
+	// as ScriptPrincipal's principal, so they pass the same checks as the first time,
+	// decided now (SEC-3). Without it, or for an id it does not know, they carry none.
+	ScriptPrincipal func(tenant, id string) (Principal, bool)
 	// AfterStep, when set, is called after each named step of a call completes:
 	// "resolve", "validate", "label", "key", "breaker", "policy", "persist", "hold",
 	// "watermark" (the watermark commit returned), "execute", "shape", "settle". It

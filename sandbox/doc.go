@@ -45,7 +45,8 @@
 //     failed/script_stopped, with that call and outcome in external_detail; a person
 //     resolves it in the UNCERTAIN queue, and the script stops there on every
 //     re-execution until then;
-//   - still in progress under another worker's lease (call_in_progress):
+//   - still in progress under another worker's lease (call_in_progress), or whose
+//     lease this worker lost (lease_lost):
 //     unavailable/script_call_in_progress, retryable: the script's row is released,
 //     and the next recovery pass (or the caller's retry) runs the script again, by
 //     when the sweep has decided that call.

@@ -252,7 +252,8 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error)
 	case o.Status == runtime.OutcomeUncertain:
 		r.stop(runtime.ReasonCode("script_stopped"), fmt.Sprintf("call %d (%s, call_id %s) ended %s/%s", rec.Ordinal, name, o.CallID, o.Status, o.ReasonCode))
 		return nil, errors.New("script_stopped")
-	case o.ReasonCode == runtime.ReasonCallInProgress, o.ReasonCode == runtime.ReasonCallSuspended:
+	case o.ReasonCode == runtime.ReasonCallInProgress, o.ReasonCode == runtime.ReasonCallSuspended, o.ReasonCode == runtime.ReasonLeaseLost:
+		// Another worker has the call, or will: its outcome is not known here.
 		r.stop(runtime.ReasonCode("script_call_in_progress"), fmt.Sprintf("call %d (%s, call_id %s) is %s", rec.Ordinal, name, o.CallID, o.ReasonCode))
 		return nil, errors.New("script_call_in_progress")
 	}
