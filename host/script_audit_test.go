@@ -1,7 +1,12 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/toolgen/toolgen/runtime"
@@ -42,5 +47,26 @@ func TestOperator_ScriptCallsNested(t *testing.T) {
 		lines[1].Script != lines[0].ID || lines[1].Ordinal != 1 || lines[2].Script != lines[0].ID || lines[2].Ordinal != 2 ||
 		lines[3].Tool != "sandbox.run_script" || lines[3].Script != 0 {
 		t.Fatalf("audit lines %v: %+v", got, lines)
+	}
+
+	// The console's audit timeline marks the calls under their script.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(sctx, ln) }()
+	defer func() { cancel(); <-done }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/console/audit?session=s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`data-script="1"`, `└ 1.</span> identity.whoami`, `└ 2.</span> identity.whoami`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the console's audit page lacks %q:\n%.3000s", want, page)
+		}
 	}
 }
