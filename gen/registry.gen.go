@@ -14,6 +14,7 @@ func Specs() []*runtime.ToolSpec {
 		&ProtocolDispatchSpec,
 		&ReviewApproveSpec,
 		&ReviewMergeSpec,
+		&SandboxRunScriptSpec,
 		&WorkspaceListSpec,
 		&WorkspaceReadTextSpec,
 		&WorkspaceWriteTextSpec,

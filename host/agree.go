@@ -7,14 +7,36 @@ import (
 	"strings"
 
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/sandbox"
 	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/tools"
 )
 
+// builtinTools is every builtin tool: tools.Builtins and the adapter builtins
+// (sandbox.run_script), which register through RegisterAdapter.
+func builtinTools() []runtime.Tool {
+	return append(tools.Builtins(), sandbox.NewTool())
+}
+
+// register registers tools, each adapter builtin in its reserved domain.
+func register(reg *runtime.Registry, ts []runtime.Tool) error {
+	var plain []runtime.Tool
+	for _, t := range ts {
+		if t != nil && t.Spec() != nil && strings.HasPrefix(t.Spec().Name, sandbox.Domain+".") {
+			if err := reg.RegisterAdapter(sandbox.Domain, t); err != nil {
+				return err
+			}
+			continue
+		}
+		plain = append(plain, t)
+	}
+	return reg.Register(plain...)
+}
+
 // builtinNames lists every builtin tool, sorted.
 func builtinNames() []string {
 	var out []string
-	for _, t := range tools.Builtins() {
+	for _, t := range builtinTools() {
 		out = append(out, t.Spec().Name)
 	}
 	slices.Sort(out)
@@ -28,7 +50,7 @@ func builtinNames() []string {
 // definition hash is its spec's. Every disagreement is reported, each naming its file.
 func (h *Host) tools() ([]runtime.Tool, error) {
 	builtins := map[string]runtime.Tool{}
-	for _, t := range tools.Builtins() {
+	for _, t := range builtinTools() {
 		builtins[t.Spec().Name] = t
 	}
 	byName := map[string]runtime.Tool{}

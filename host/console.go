@@ -72,7 +72,7 @@ func (c consoleOperator) Audit(ctx context.Context, actor runtime.Principal, f c
 	for i, l := range lines {
 		out[i] = console.AuditLine{At: l.At, Kind: l.Kind, Mode: l.Mode, Principal: l.Principal, SessionID: l.SessionID,
 			RunID: l.RunID, Tool: l.Tool, Status: l.Status, Reason: l.Reason, Decision: l.Decision,
-			Invocation: l.Invocation, Detail: l.Detail}
+			Invocation: l.Invocation, Detail: l.Detail, Script: l.Script, Ordinal: l.Ordinal}
 	}
 	return out, nil
 }

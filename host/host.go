@@ -258,7 +258,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 		return fmt.Errorf("policy: %w", err)
 	}
 	h.reg = runtime.NewRegistry()
-	if err := h.reg.Register(tools...); err != nil {
+	if err := register(h.reg, tools); err != nil {
 		return err
 	}
 	if err := h.reg.PersistPins(h.st, cfg.MaxCachedSessions); err != nil {
@@ -285,6 +285,10 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 		RetryWindow:   cfg.RetryWindow,
 		ApprovalPoll:  cfg.Test.ApprovalPoll,
 		AfterStep:     cfg.Test.AfterStep,
+		ScriptPrincipal: func(tenant, id string) (runtime.Principal, bool) {
+			p, err := h.Principal(id) // with the narrowing of Config.Scopes
+			return p, err == nil && p.Tenant == tenant
+		},
 	}
 	if h.modes != nil {
 		modes := h.modes

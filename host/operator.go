@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/sandbox"
 )
 
 // Operator is the operator service (HOST-2): the reviews people make of the pipeline's
@@ -252,6 +253,11 @@ type AuditLine struct {
 	RunID      string `json:"run_id,omitempty"`
 	Decision   string `json:"decision,omitempty"`
 	Invocation int64  `json:"invocation,omitempty"`
+	// Script is, for a tool call a script made (sandbox.run_script), the invocation id
+	// of the script run it belongs to, and Ordinal its ordinal in the script; the line
+	// follows its script's line, its calls in ordinal order (SCR-1).
+	Script  int64 `json:"script,omitempty"`
+	Ordinal int   `json:"ordinal,omitempty"`
 }
 
 // auditPage is how many rows one read of the audit view takes.
@@ -306,7 +312,75 @@ func (o *Operator) Audit(ctx context.Context, actor runtime.Principal, f AuditFi
 	slices.SortStableFunc(lines, func(a, b AuditLine) int {
 		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
 	})
-	return lines, nil
+	return nestScriptCalls(lines, byKey), nil
+}
+
+// nestScriptCalls shows a script run as one entry with its calls under it (SCR-1): a
+// call whose id is a script hash and an ordinal (runtime.ScriptOrdinal), in the run
+// and step of a sandbox.run_script row of that script, gets the row's id as Script and
+// moves to follow it, in ordinal order. A script submitted again makes no row of its
+// own calls (they replay), so its calls nest under the first run that made them.
+func nestScriptCalls(lines []AuditLine, rows map[string]*store.Invocation) []AuditLine {
+	type scriptKey struct {
+		run  string
+		step int
+		hash string
+	}
+	scripts := map[scriptKey]int64{}
+	byID := map[int64]*store.Invocation{}
+	for _, r := range rows {
+		byID[r.ID] = r
+		if r.Tool != sandbox.Domain+".run_script" {
+			continue
+		}
+		var a struct {
+			Script string `json:"script"`
+		}
+		if json.Unmarshal(r.Args, &a) != nil {
+			continue
+		}
+		k := scriptKey{r.RunID, r.Step, runtime.ScriptHash([]byte(a.Script))}
+		if id, ok := scripts[k]; !ok || r.ID < id {
+			scripts[k] = r.ID
+		}
+	}
+	if len(scripts) == 0 {
+		return lines
+	}
+	shown := map[int64]bool{} // the tool-call lines kept by the filter
+	for i, l := range lines {
+		if l.Kind != "tool_call" {
+			continue
+		}
+		shown[l.ID] = true
+		if r := byID[l.ID]; r != nil {
+			if hash, n, ok := runtime.ScriptOrdinal(r.CallID); ok {
+				if id, ok := scripts[scriptKey{r.RunID, r.Step, hash}]; ok {
+					lines[i].Script, lines[i].Ordinal = id, n
+				}
+			}
+		}
+	}
+	children := map[int64][]AuditLine{}
+	out := make([]AuditLine, 0, len(lines))
+	for _, l := range lines {
+		if l.Script != 0 && shown[l.Script] {
+			children[l.Script] = append(children[l.Script], l)
+			continue
+		}
+		out = append(out, l)
+	}
+	nested := make([]AuditLine, 0, len(lines))
+	for _, l := range out {
+		nested = append(nested, l)
+		if l.Kind != "tool_call" {
+			continue
+		}
+		kids := children[l.ID]
+		slices.SortStableFunc(kids, func(a, b AuditLine) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+		nested = append(nested, kids...)
+	}
+	return nested
 }
 
 // Invocation reads invocation id as the actor's tenant sees it: another tenant's

@@ -85,6 +85,12 @@ type Config struct {
 	// uses it to apply a succeeded protocol.dispatch to the session's mode. Its error is
 	// returned by Execute, with the outcome: the call itself is recorded either way.
 	AfterCall func(ctx context.Context, c Call, o Outcome) error
+	// ScriptPrincipal, when set, gives the principal of a tenant's principal id as the
+	// host knows it now. Recovery re-executes a call as the id its row recorded, without
+	// scopes or claims; a script it re-runs (sandbox.run_script, RT-12) makes its calls
+	// as ScriptPrincipal's principal, so they pass the same checks as the first time,
+	// decided now (SEC-3). Without it, or for an id it does not know, they carry none.
+	ScriptPrincipal func(tenant, id string) (Principal, bool)
 	// AfterStep, when set, is called after each named step of a call completes:
 	// "resolve", "validate", "label", "key", "breaker", "policy", "persist", "hold",
 	// "watermark" (the watermark commit returned), "execute", "shape", "settle". It
@@ -859,6 +865,7 @@ func (p *Pipeline) stepExecute(ctx context.Context, c *call) (res ToolResult, tc
 			err = fmt.Errorf("runtime: tool %s panicked: %v", c.spec.Name, r)
 		}
 	}()
+	ctx = p.bridgeContext(ctx, c) // only a sandbox adapter's tool gets the bridge (RT-12)
 	res, err = c.reg.tool.Execute(ctx, tc, json.RawMessage(c.canonicalArgs))
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -948,6 +955,9 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 				// MCP-6: an adapter declined the server's request for input (sampling,
 				// roots, elicitation); only an adapter's tool can claim this reason.
 				reason = ReasonInputRequestDeclined
+			case scriptReasonOK(c.spec, res.Failure.Code):
+				// SCR-1: how a script ended (a budget, a hold, its own error) is the reason.
+				reason, _ = scriptReason(c.spec, res.Failure.Code)
 			case res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)):
 				// A failure the tool calls retryable is reported so only when a retry is safe.
 				reason = ReasonToolFailureRetryable

@@ -116,6 +116,47 @@ const (
 	// (status denied, retryable false)
 	ReasonResumeInvalid ReasonCode = "resume_invalid"
 
+	// The script stopped at a call that is still in progress elsewhere, since going on would act
+	// on an unknown. The same script run again later answers that call from its outcome.
+	// (status unavailable, retryable true)
+	ReasonScriptCallInProgress ReasonCode = "script_call_in_progress"
+
+	// The script did not run to its end because of an error in the script itself. The error is
+	// in external_detail.
+	// (status failed, retryable false)
+	ReasonScriptError ReasonCode = "script_error"
+
+	// A call of the script is held for approval past the hold bound, so the script was torn down
+	// there. Submit the same script again once the call is decided; its earlier calls answer
+	// from their recorded outcomes.
+	// (status unavailable, retryable false)
+	ReasonScriptHeld ReasonCode = "script_held"
+
+	// The script tried to make more tool calls than its budget allows and was stopped there. The
+	// calls it made before are recorded.
+	// (status failed, retryable false)
+	ReasonScriptMaxCalls ReasonCode = "script_max_calls"
+
+	// The script used up its budget of execution steps and was stopped. The calls it made before
+	// are recorded.
+	// (status failed, retryable false)
+	ReasonScriptMaxSteps ReasonCode = "script_max_steps"
+
+	// The script's result and printed output exceed its output budget, so nothing of them is
+	// returned. The calls it made are recorded.
+	// (status failed, retryable false)
+	ReasonScriptOutputTooLarge ReasonCode = "script_output_too_large"
+
+	// The script stopped at a call whose outcome is uncertain, since going on would act on an
+	// unknown. A person resolves that call; the call and its outcome are in external_detail.
+	// (status failed, retryable false)
+	ReasonScriptStopped ReasonCode = "script_stopped"
+
+	// The script ran past its wall-time budget and was stopped. The calls it made before are
+	// recorded.
+	// (status failed, retryable false)
+	ReasonScriptTimeout ReasonCode = "script_timeout"
+
 	// The caller cancelled this call (tasks/cancel) before it ran, so it did not run and never
 	// will under this call id.
 	// (status denied, retryable false)
@@ -201,6 +242,14 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonRepeatedDenial:        {status: OutcomeDenied, retryable: false, message: "This identical call has already been denied repeatedly in this run, so it is refused without being evaluated again."},
 	ReasonReplayNeedsApproval:   {status: OutcomeDenied, retryable: false, message: "A call with this idempotency key was recorded without the approval this caller needs, so its recorded outcome is not returned. Make the call with a call id of its own to have it held for approval."},
 	ReasonResumeInvalid:         {status: OutcomeDenied, retryable: false, message: "The resume token does not match a suspended call."},
+	ReasonScriptCallInProgress:  {status: OutcomeUnavailable, retryable: true, message: "The script stopped at a call that is still in progress elsewhere, since going on would act on an unknown. The same script run again later answers that call from its outcome."},
+	ReasonScriptError:           {status: OutcomeFailed, retryable: false, message: "The script did not run to its end because of an error in the script itself. The error is in external_detail."},
+	ReasonScriptHeld:            {status: OutcomeUnavailable, retryable: false, message: "A call of the script is held for approval past the hold bound, so the script was torn down there. Submit the same script again once the call is decided; its earlier calls answer from their recorded outcomes."},
+	ReasonScriptMaxCalls:        {status: OutcomeFailed, retryable: false, message: "The script tried to make more tool calls than its budget allows and was stopped there. The calls it made before are recorded."},
+	ReasonScriptMaxSteps:        {status: OutcomeFailed, retryable: false, message: "The script used up its budget of execution steps and was stopped. The calls it made before are recorded."},
+	ReasonScriptOutputTooLarge:  {status: OutcomeFailed, retryable: false, message: "The script's result and printed output exceed its output budget, so nothing of them is returned. The calls it made are recorded."},
+	ReasonScriptStopped:         {status: OutcomeFailed, retryable: false, message: "The script stopped at a call whose outcome is uncertain, since going on would act on an unknown. A person resolves that call; the call and its outcome are in external_detail."},
+	ReasonScriptTimeout:         {status: OutcomeFailed, retryable: false, message: "The script ran past its wall-time budget and was stopped. The calls it made before are recorded."},
 	ReasonTaskCancelled:         {status: OutcomeDenied, retryable: false, message: "The caller cancelled this call (tasks/cancel) before it ran, so it did not run and never will under this call id."},
 	ReasonTimeout:               {status: OutcomeFailed, retryable: true, message: "The call exceeded its time limit and was stopped. Repeating it is safe."},
 	ReasonToolChanged:           {status: OutcomeUnavailable, retryable: false, message: "This tool's definition changed after the session started, so it cannot be called in this session."},

@@ -44,6 +44,8 @@ type Registry struct {
 type registered struct {
 	tool Tool
 	spec *ToolSpec
+	// adapter: registered with RegisterAdapter (a reserved domain's tool).
+	adapter bool
 	// bound maps a builtin's bound arguments to their sources (SPEC-4; nil for none
 	// and always for adapters' tools, whose schemas come from elsewhere).
 	bound map[string]string
@@ -127,7 +129,7 @@ func compileTool(t Tool, adapter bool) (*registered, error) {
 	if !adapter && names.Reserved(spec.Name) {
 		return nil, fmt.Errorf("runtime: register %s: domain %q is reserved for adapters (%v)", spec.Name, names.Domain(spec.Name), names.ReservedDomains)
 	}
-	reg := &registered{tool: t, spec: spec}
+	reg := &registered{tool: t, spec: spec, adapter: adapter}
 	var err error
 	if reg.input, err = resolveSchema(spec.InputSchema); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: input schema: %w", spec.Name, err)

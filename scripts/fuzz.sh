@@ -60,6 +60,7 @@ TARGETS=(
 	"./runtime/internal/fastschema FuzzValidSchema"
 	"./internal/identity FuzzVerify"
 	"./internal/textsafe FuzzField"
+	"./sandbox FuzzScript"
 )
 
 # Every func FuzzX in a _test.go file must be listed, so none is silently skipped.

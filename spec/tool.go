@@ -98,7 +98,9 @@ func loadTool(r reporter, rel string, data []byte) *Tool {
 			r.errorf(m.at("name"), "SPEC-1.file-name", "tool %q must be in a file named %s, not %s", name, name+".yaml", base)
 		}
 		// SPEC-2: reserved domains belong to adapters.
-		if dom, _, _ := strings.Cut(name, "."); slices.Contains(ReservedDomains, dom) {
+		// toolgen's own adapter builtins (sandbox.run_script) are the one exception: a
+		// host registers them through RegisterAdapter, which still forces their trust.
+		if dom, _, _ := strings.Cut(name, "."); slices.Contains(ReservedDomains, dom) && !names.AdapterBuiltin(name) {
 			r.errorf(m.at("name"), "SPEC-2.reserved-domain", "domain %q is reserved for adapters (%s); a builtin tool cannot be named %q", dom, strings.Join(ReservedDomains, ", "), name)
 		}
 	}

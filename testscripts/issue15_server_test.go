@@ -197,7 +197,7 @@ func retryApproved(t *testing.T, call func() (*mcp.CallToolResult, error)) (*mcp
 
 // i15ServeHTTP starts `toolrun serve --http` on a free port and returns its MCP URL,
 // the process and its exit.
-func i15ServeHTTP(t *testing.T, dir string, args ...string) (url string, cmd *exec.Cmd, done <-chan error, stderr *syncBuf) {
+func i15ServeHTTP(t testing.TB, dir string, args ...string) (url string, cmd *exec.Cmd, done <-chan error, stderr *syncBuf) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -17,6 +17,9 @@ func TestBuiltins_OnePerSpecSortedByName(t *testing.T) {
 	}
 	var want, got []string
 	for _, s := range specs {
+		if strings.HasPrefix(s, "sandbox.") {
+			continue // an adapter builtin: package sandbox implements it, host registers it
+		}
 		want = append(want, strings.TrimSuffix(s, ".yaml"))
 	}
 	for _, tool := range Builtins() {

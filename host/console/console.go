@@ -65,6 +65,11 @@ type AuditLine struct {
 	Decision   string
 	Invocation int64 // 0: the entry is about no invocation
 	Detail     json.RawMessage
+	// Script is the invocation id of the script run (sandbox.run_script) this call was
+	// made by, and Ordinal its ordinal there; 0 for a call no script made. Such lines
+	// follow their script's line.
+	Script  int64
+	Ordinal int
 }
 
 // HoldReason is why a call was held (the pipeline's held audit entry).

@@ -87,6 +87,8 @@ type auditLineView struct {
 	Tool, Status, Reason, Decision      string
 	Invocation                          int64
 	Detail                              string
+	Script                              int64 // a script's call: the script run's invocation id
+	Ordinal                             int   // and the call's ordinal in it
 }
 
 // MaxAuditLines is how many lines the audit page shows (the latest).
@@ -118,7 +120,8 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		for _, l := range lines {
 			lv := auditLineView{At: l.At, Kind: l.Kind, Mode: l.Mode, Principal: l.Principal, Session: l.SessionID,
-				Run: l.RunID, Tool: l.Tool, Status: l.Status, Reason: l.Reason, Decision: l.Decision, Invocation: l.Invocation}
+				Run: l.RunID, Tool: l.Tool, Status: l.Status, Reason: l.Reason, Decision: l.Decision, Invocation: l.Invocation,
+				Script: l.Script, Ordinal: l.Ordinal}
 			if len(l.Detail) > 0 {
 				lv.Detail = compactDetail(l.Detail)
 			}

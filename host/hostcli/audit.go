@@ -52,8 +52,13 @@ func runAudit(e *env, cmd string, args []string) int {
 		if len(l.Detail) > 0 {
 			what = string(l.Detail)
 		}
+		tool := orDash(l.Tool)
+		if l.Script != 0 {
+			// A call of a script, under its script's line (SCR-1).
+			tool = "  └ " + strconv.Itoa(l.Ordinal) + ". " + tool
+		}
 		tab = append(tab, []string{l.At.UTC().Format(time.RFC3339), l.Kind, orDash(l.Mode), l.Principal, l.SessionID,
-			orDash(l.Tool), strconv.FormatInt(l.ID, 10), what})
+			tool, strconv.FormatInt(l.ID, 10), what})
 	}
 	table(e.stdout, []string{"AT", "KIND", "MODE", "PRINCIPAL", "SESSION", "TOOL", "ID", "WHAT"}, tab)
 	return ExitOK

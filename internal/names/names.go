@@ -24,6 +24,23 @@ const MaxBytes = 64
 // named in one, so no configuration can shadow a builtin such as workspace.write_text.
 var ReservedDomains = []string{"device", "mcp", "sandbox"}
 
+// AdapterBuiltins are the tools of toolgen's own adapters that are specified in
+// toolgen's tools/ like a builtin, and generated like one, yet named in a reserved
+// domain: the sandbox's script runner. A host registers them through
+// runtime.Registry.RegisterAdapter, which forces their output trust (RT-6); the
+// registry's Register refuses them like every reserved name.
+var AdapterBuiltins = []string{"sandbox.run_script"}
+
+// AdapterBuiltin reports whether name is one of AdapterBuiltins.
+func AdapterBuiltin(name string) bool {
+	for _, b := range AdapterBuiltins {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Check returns why name is not a valid registry name, or "".
 func Check(name string) string {
 	if len(name) > MaxBytes {

@@ -1,0 +1,91 @@
+// Package sandbox is the script runner (SCR-1): sandbox.run_script runs a Starlark
+// script whose tool calls go through the bridge (runtime.Bridge, RT-12) into the one
+// pipeline, as the caller of the script.
+//
+// # The tool
+//
+// sandbox.run_script is specified in tools/sandbox.run_script.yaml and generated into
+// gen/ like every builtin; it is the one builtin in a reserved domain
+// (internal/names.AdapterBuiltins), so a host registers it with
+// runtime.Registry.RegisterAdapter("sandbox", NewTool()). Only an adapter's tool of the
+// sandbox domain finds the bridge in its context (runtime.BridgeFrom); every other tool
+// still cannot reach the pipeline (RT-2). The script's own call is a write, idempotent:
+// it has a row from step 7, so the sweep re-runs a script whose worker died, and
+// running it again is safe because every call it makes is named by the script.
+//
+// # What a script sees
+//
+// Starlark (go.starlark.net) is deterministic and hermetic: no clock, no randomness,
+// no load(), no I/O. A script sees `tools`, whose attributes name tools
+// (tools.workspace.read_text(path="a.txt"); keyword arguments only), and `json`. The
+// names resolve at call time against the caller's session catalog and mode, in the
+// pipeline: an unknown tool, a tool outside the mode, a missing scope or a policy
+// refusal is an outcome like any other. A call returns an outcome value with the six
+// fields of RT-7 (status, reason_code, message, retryable, call_id, external_detail),
+// plus ok, replayed and result (the structured result, as dicts and lists, when ok). A
+// refusal or a failure is a value the script inspects, never an exception. The script
+// returns the global `result` (as JSON) and what it print()ed. A script cannot run
+// scripts (sandbox.* is not callable from a script).
+//
+// # Call ids and re-execution
+//
+// The n-th call of a script has call_id = hash(script) + ":" + n (RT-12), in the run
+// and step of the script's call. Submitted again in the same run and step (under any
+// call id of its own), the script makes the same calls in the same order, and each one
+// that has a terminal record answers from it at step 8, replayed, without running:
+// no effect twice. A changed script is a new script: a new hash, new calls.
+//
+// The script stops, rather than going on with an unknown, at a call that is:
+//
+//   - held for approval past the hold bound: the script is torn down and its call ends
+//     unavailable/script_held. Once the held call is decided, the same script
+//     submitted again re-executes from the start: the earlier calls replay, the
+//     approved one runs (or, denied, is a value the script sees), the rest run;
+//   - UNCERTAIN (a non_idempotent call whose watermark was set when its worker died):
+//     failed/script_stopped, with that call and outcome in external_detail; a person
+//     resolves it in the UNCERTAIN queue, and the script stops there on every
+//     re-execution until then;
+//   - still in progress under another worker's lease (call_in_progress), or whose
+//     lease this worker lost (lease_lost):
+//     unavailable/script_call_in_progress, retryable: the script's row is released,
+//     and the next recovery pass (or the caller's retry) runs the script again, by
+//     when the sweep has decided that call.
+//
+// A worker killed mid-script leaves the script's row RUNNING; the sweep reclaims it
+// (it is idempotent) and re-runs the script from the start the same way. Replay safety
+// assumes the script is deterministic, which Starlark is by construction; the
+// watermark of each call bounds the rest (ADR-0021 decision 17).
+//
+// # Budgets
+//
+// Each budget ends the script with its reason code (runtime/reasons.yaml), and the
+// calls already made stay recorded:
+//
+//   - max_calls (default 100, at most 1000): script_max_calls, at the first call
+//     beyond it (which is not made);
+//   - max_steps Starlark execution steps (default 10,000,000): script_max_steps;
+//   - wall time, the tool's timeout (600 s, which covers the default approval hold of
+//     300 s): script_timeout;
+//   - max_output_bytes of result JSON plus printed text (default 65,536):
+//     script_output_too_large;
+//   - an error of the script itself (a syntax error, fail(), 1 // 0): script_error.
+//
+// Memory is not a budget: Starlark bounds a single allocation (1 GiB), steps and wall
+// time bound the rest.
+//
+// # Trust
+//
+// A script's calls are at most as trusted as the call that carried the script (RT-6;
+// runtime.Bridge.CallTrust never raises): origin_trust is the script call's, and so is
+// argument_trust, lowered further by carried provenance (ADR-0021 decision 11). Starlark
+// values carry no labels, so provenance is carried at the granularity of the script:
+// once a tool result labelled external_untrusted (or an outcome with external_detail,
+// which is always untrusted) has reached the script, every later call's arguments
+// count as depending on it and are external_untrusted. This over-approximates
+// ("this argument may depend on untrusted output"), never under-approximates: the
+// policy's risk × trust matrix holds a write fed by an untrusted read inside a script
+// exactly as it holds the same write made directly with untrusted arguments. The
+// script's own result is external_untrusted, always, as every sandbox output is
+// forced to be at registration; the result's untrusted field says whether untrusted
+// data actually reached it.
+package sandbox
