@@ -46,7 +46,7 @@ func LookupCheckRule(id string) (CheckRule, bool) {
 // CheckRules is the table of check rules, by category. An ID never changes once
 // released: CI configurations and documentation (docs/rules.md, generated from this
 // table and checked by a test) name it. Every rule that a spec can fire has a
-// testscript, testscripts/check_rule_<id>.txtar, with a spec that fires it and the fixed
+// testscript, testscripts/testdata/script/check_rule_<id>.txtar, with a spec that fires it and the fixed
 // spec that does not.
 var CheckRules = []CheckRule{
 	// yaml: a file that cannot be read as one YAML document of plain data.

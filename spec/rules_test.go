@@ -106,12 +106,12 @@ func TestCheckRulesFiredAreInTable(t *testing.T) {
 }
 
 // TestEveryCheckRuleHasTestscript: as TestEveryRuleHasTestscript does for the diff
-// rules, every check rule a spec can fire has testscripts/check_rule_<id>.txtar that
+// rules, every check rule a spec can fire has testscripts/testdata/script/check_rule_<id>.txtar that
 // runs toolgen check on a tree that fires it (the exact finding in the expected
 // output) and on the fixed tree, which passes.
 func TestEveryCheckRuleHasTestscript(t *testing.T) {
 	for _, r := range CheckRules {
-		name := filepath.Join("..", "testscripts", CheckRuleScript(r.ID))
+		name := filepath.Join("..", "testscripts", "testdata", "script", CheckRuleScript(r.ID))
 		data, err := os.ReadFile(name)
 		if r.Internal != "" {
 			if err == nil {

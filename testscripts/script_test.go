@@ -92,7 +92,7 @@ func TestScripts(t *testing.T) {
 		}
 	}
 	testscript.Run(t, testscript.Params{
-		Dir:                 ".",
+		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,

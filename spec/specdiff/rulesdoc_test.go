@@ -32,7 +32,7 @@ A check rule's ID is CATEGORY.check: the category is the requirement of DESIGN.m
 enforces (SPEC-1 ... SPEC-8, WF-1, WF-2, POL-2, DEV-2, ID-1, UI-1) or a structural group
 (yaml, schema, acknowledge, builtin). WF-1 and WF-2 are one check each and keep their bare
 IDs. Every check finding is an error. Each rule a spec can fire has
-` + "`testscripts/check_rule_<id>.txtar`" + `: a tree that fires it, with the exact finding, and the
+` + "`testscripts/testdata/script/check_rule_<id>.txtar`" + `: a tree that fires it, with the exact finding, and the
 same tree fixed, which passes.
 
 | Rule | Category | Fires when | Testscript |
@@ -50,7 +50,7 @@ same tree fixed, which passes.
 
 A diff rule's severity says how much the change matters: ` + "`weakens`" + ` safety, ` + "`breaking`" + ` for
 callers, or ` + "`info`" + `. What fires each rule, and how acknowledgements work, is in
-` + "`spec/specdiff/doc.go`" + `; each has ` + "`testscripts/diff_rule_<rule>.txtar`" + ` with a previous and a
+` + "`spec/specdiff/doc.go`" + `; each has ` + "`testscripts/testdata/script/diff_rule_<rule>.txtar`" + ` with a previous and a
 current tree and the exact output.
 
 | Rule | Severity | About | Testscript |

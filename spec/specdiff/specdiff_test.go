@@ -211,11 +211,11 @@ func TestRulesUsedAreInTable(t *testing.T) {
 }
 
 // TestEveryRuleHasTestscript: as buf keeps testdata_previous/<rule> beside
-// testdata/<rule>, every rule has testscripts/diff_rule_<rule>.txtar with a previous and
+// testdata/<rule>, every rule has testscripts/testdata/script/diff_rule_<rule>.txtar with a previous and
 // a current tree and the exact output.
 func TestEveryRuleHasTestscript(t *testing.T) {
 	for _, r := range Rules {
-		name := filepath.Join("..", "..", "testscripts", "diff_rule_"+strings.ToLower(r.Name)+".txtar")
+		name := filepath.Join("..", "..", "testscripts", "testdata", "script", "diff_rule_"+strings.ToLower(r.Name)+".txtar")
 		data, err := os.ReadFile(name)
 		if err != nil {
 			t.Errorf("rule %s: %v", r.Name, err)
