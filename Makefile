@@ -26,10 +26,10 @@ demo: generate
 check:
 	$(GO) run ./cmd/toolgen check .
 
-## test: vet, gofmt, stale gen/, unit tests and testscripts, then the check that every
+## test: vet, staticcheck, gofmt, stale gen/, unit tests and testscripts, then the check that every
 ## committed fuzz corpus was replayed. It runs no fuzzing campaign: a campaign's outcome
 ## depends on the wall clock and the machine's load (make fuzz).
-test: vet fmt-check stale node-deps unit fuzz-corpus
+test: vet staticcheck fmt-check stale node-deps unit fuzz-corpus
 
 ## node-deps: the real MCP peers the tests talk to (a real server and a real client,
 ## the official conformance suite and the Node 22 it needs, pinned in

@@ -76,7 +76,7 @@ func ToolRefsJSON(refs []ToolRef) string {
 	}
 	out := make([]ref, len(refs))
 	for i, r := range refs {
-		out[i] = ref{r.Name, r.Version, r.SHA256}
+		out[i] = ref(r)
 	}
 	b, _ := json.Marshal(out) // strings and ints: cannot fail
 	return string(b)
@@ -148,7 +148,7 @@ func PinsJSON(pins []ToolPin) string {
 	}
 	out := make([]pin, len(pins))
 	for i, p := range pins {
-		out[i] = pin{p.Tool, p.SHA256}
+		out[i] = pin(p)
 	}
 	b, _ := json.Marshal(out) // strings only: cannot fail
 	return string(b)

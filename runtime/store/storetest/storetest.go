@@ -960,6 +960,7 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 	}
 	e.expire(t, "w", 5) // all five expire at the same instant
 	var passes []int
+	var got []int64
 	for {
 		swept, err := e.s.InvocationSweep(e.ctx, store.SweepParams{Limit: 2, Claimable: allTools})
 		noErr(t, "sweep", err)
@@ -972,9 +973,15 @@ func testSweepLimitBoundsOnePass(t *testing.T, e *env) {
 			}
 		}
 		passes = append(passes, len(swept))
+		for _, sw := range swept {
+			got = append(got, sw.Invocation.ID)
+		}
 	}
 	if fmt.Sprint(passes) != "[2 2 1]" {
 		t.Fatalf("passes reclaimed %v rows, want [2 2 1]", passes)
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("swept %v, want every expired row once, oldest first: %v", got, ids)
 	}
 }
 
