@@ -3,7 +3,8 @@ package spec
 import (
 	"net/url"
 	"path"
-	"strings"
+
+	"github.com/toolgen/toolgen/model"
 )
 
 var serverKeys = []string{"server_id", "description", "configured_by", "tenant", "transport", "classification", "resources", "prompts"}
@@ -146,18 +147,9 @@ func loadClassification(r reporter, m *mapping, s *Server) {
 }
 
 // HostAllowed reports whether host matches one egress allowlist pattern: an exact host,
-// or "*.example.org" for any subdomain of example.org (not example.org itself).
+// or "*.example.org" for any subdomain of example.org (not example.org itself). It is
+// the run time's rule ([model.HostAllowed]), so a URL the check accepts is one the
+// egress guard lets through.
 func HostAllowed(host string, allow []Ref) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allow {
-		p := strings.ToLower(a.Name)
-		if suffix, ok := strings.CutPrefix(p, "*."); ok {
-			if strings.HasSuffix(host, "."+suffix) {
-				return true
-			}
-		} else if host == p {
-			return true
-		}
-	}
-	return false
+	return model.HostAllowed(host, refNames(allow))
 }

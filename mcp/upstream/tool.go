@@ -69,9 +69,7 @@ func (u *Upstream) classification() (runtime.SideEffect, runtime.Idempotency, ru
 		risk = runtime.RiskHigh
 	}
 	scopes := make([]string, 0, len(s.RequiredScopes))
-	for _, r := range s.RequiredScopes {
-		scopes = append(scopes, r.Name)
-	}
+	scopes = append(scopes, s.RequiredScopes...)
 	return se, idem, risk, scopes
 }
 
