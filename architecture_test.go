@@ -18,15 +18,15 @@ import (
 // whatever it checks. The layering it encodes:
 //
 //	cmd/toolrun -> host -> (mcp/*, protocol, internal/events, internal/identity) -> runtime -> runtime/store
-//	cmd/toolgen -> internal/toolgencli -> codegen -> spec;  gen -> runtime;  tools -> gen
+//	cmd/toolgen -> internal/toolgencli -> codegen -> spec -> model;  (mcp/*, protocol, internal/identity) -> model
+//	gen -> runtime;  tools -> gen
 //
 // and: nothing the host assembles imports host; runtime imports neither mcp, protocol,
 // spec nor a store driver; a tool (tools, gen) never reaches the pipeline's parts;
-// production code never imports a test kit (runtime/tooltest, host/hosttest,
-// storetest, pgtest).
-//
-// Edges marked "issue 17, point 4" are today's and are to go: run-time packages that
-// still take the build-time spec model.
+// production code never imports a test kit (runtime/tooltest and its siblings,
+// host/hosttest, storetest, pgtest); the run-time packages take the run-time model
+// (model), which spec produces, and never import spec: only the composition root
+// (host) and the bridges internal/policyload and internal/protocolload hold both.
 var architecture = []layer{
 	{pkg: ".", stdOnly: true, why: "the embedded builtin specs: embed only"},
 	{pkg: "cmd/toolgen", may: []string{"internal/toolgencli"}},
@@ -60,8 +60,9 @@ var architecture = []layer{
 	{pkg: "runtime/store/postgres", may: []string{"runtime/store", "runtime/store/internal/migrate"}},
 	{pkg: "runtime/store/postgres/pgtest", may: []string{"runtime/store/postgres"}},
 	{pkg: "runtime/store/storetest", may: []string{"runtime/store"}},
-	{pkg: "runtime/tooltest", may: []string{"internal/names", "runtime", "runtime/store",
-		"runtime/store/sqlite"}, why: "sqlite: the Worker's default store; issue 17, point 4 makes it opt-in"},
+	{pkg: "runtime/tooltest", may: []string{"internal/names", "runtime", "runtime/store"},
+		why: "no store driver: a test asks for one through tooltestsqlite or tooltestpg"},
+	{pkg: "runtime/tooltest/tooltestsqlite", may: []string{"runtime/store", "runtime/store/sqlite", "runtime/tooltest"}},
 	{pkg: "runtime/tooltest/tooltestpg", may: []string{"runtime/store", "runtime/store/postgres", "runtime/tooltest"}},
 	{pkg: "runtime/bench", may: []string{"runtime", "runtime/store"}},
 	{pkg: "runtime/chaostest"},
