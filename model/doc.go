@@ -9,6 +9,7 @@
 // those, and every check, stay at build time. A model value is assumed checked: it is
 // made from a spec root toolgen check accepts, or written by a test.
 //
-// model imports only the standard library. It must never import spec, runtime, a store
-// or anything that serves: it is the leaf both sides agree on.
+// model imports only the standard library and vocab (the words of a classification). It
+// must never import spec, runtime, a store or anything that serves: it is the leaf both
+// sides agree on.
 package model

@@ -1,6 +1,10 @@
 package model
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/toolgen/toolgen/vocab"
+)
 
 // UnclassifiedScope is the scope an unclassified server's tools require: no principal
 // may be granted it, so such a tool cannot run until the operator classifies the server.
@@ -10,9 +14,9 @@ const UnclassifiedScope = "toolgen.unclassified"
 // (SPEC-7, MCP-2): never what the server says of itself. A field the file left out holds
 // its most restrictive value (write, critical, non_idempotent, [UnclassifiedScope]).
 type Classification struct {
-	SideEffect     string // none | read | write
-	Risk           string // low | medium | high | critical
-	Idempotency    string // idempotent | conditionally_idempotent | non_idempotent
+	SideEffect     vocab.SideEffect
+	Risk           vocab.Risk
+	Idempotency    vocab.Idempotency
 	RequiredScopes []string
 }
 

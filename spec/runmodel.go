@@ -1,6 +1,9 @@
 package spec
 
-import "github.com/toolgen/toolgen/model"
+import (
+	"github.com/toolgen/toolgen/model"
+	"github.com/toolgen/toolgen/vocab"
+)
 
 // The run-time model (package model) is what spec produces for the packages that serve
 // and execute calls: they take these values and never import spec. Each Model method
@@ -38,7 +41,7 @@ func (s *Server) Model() *model.Server {
 	m := &model.Server{
 		File: s.File, ServerID: s.ServerID, ConfiguredBy: s.ConfiguredBy, Tenant: s.Tenant,
 		Classification: model.Classification{
-			SideEffect: s.SideEffect, Risk: s.Risk, Idempotency: s.Idempotency,
+			SideEffect: vocab.SideEffect(s.SideEffect), Risk: vocab.Risk(s.Risk), Idempotency: vocab.Idempotency(s.Idempotency),
 			RequiredScopes: refNames(s.RequiredScopes),
 		},
 		Resources: s.Resources, Prompts: s.Prompts,

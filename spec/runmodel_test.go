@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolgen/toolgen/model"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // The run-time model of the repository's spec root carries what the run time acts on:
@@ -22,7 +23,8 @@ func TestTreeModel_RepositoryRoot(t *testing.T) {
 	}
 	for i, s := range tree.Servers {
 		ms := m.Servers[i]
-		want := model.Classification{SideEffect: s.SideEffect, Risk: s.Risk, Idempotency: s.Idempotency, RequiredScopes: refNames(s.RequiredScopes)}
+		want := model.Classification{SideEffect: vocab.SideEffect(s.SideEffect), Risk: vocab.Risk(s.Risk),
+			Idempotency: vocab.Idempotency(s.Idempotency), RequiredScopes: refNames(s.RequiredScopes)}
 		if ms.ServerID != s.ServerID || ms.File != s.File || ms.ConfiguredBy != s.ConfiguredBy || ms.Tenant != s.Tenant ||
 			!reflect.DeepEqual(ms.Classification, want) || ms.Resources != s.Resources || ms.Prompts != s.Prompts {
 			t.Errorf("server %s: model %+v, want the file's %+v", s.ServerID, ms, s)

@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/toolgen/toolgen/model"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 var serverKeys = []string{"server_id", "description", "configured_by", "tenant", "transport", "classification", "resources", "prompts"}
@@ -110,7 +111,8 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 }
 
 func loadClassification(r reporter, m *mapping, s *Server) {
-	s.SideEffect, s.Risk, s.Idempotency = "write", "critical", "non_idempotent"
+	// The most restrictive value of each (SPEC-7).
+	s.SideEffect, s.Risk, s.Idempotency = string(vocab.SideEffectWrite), string(vocab.RiskCritical), string(vocab.NonIdempotent)
 	s.RequiredScopes = []Ref{{Name: UnclassifiedScope}}
 	var cm *mapping
 	if m.has("classification") {
@@ -141,7 +143,7 @@ func loadClassification(r reporter, m *mapping, s *Server) {
 	}
 	field("risk", Risks, &s.Risk)
 	field("side_effect", SideEffects, &s.SideEffect)
-	if s.SideEffect == "none" && cm != nil && cm.has("idempotency") && s.Idempotency != "idempotent" {
+	if s.SideEffect == string(vocab.SideEffectNone) && cm != nil && cm.has("idempotency") && s.Idempotency != string(vocab.Idempotent) {
 		r.errorf(cm.at("idempotency"), "SPEC-3", "side_effect none implies idempotent, found %s", s.Idempotency)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // env is a registry, a real SQLite store, a filesystem artifact writer and a pipeline
@@ -138,7 +139,7 @@ func resultText(t *testing.T, o runtime.Outcome) string {
 func server(id string, se, idem, risk string, scopes ...string) *model.Server {
 	return &model.Server{
 		File: "servers/" + id + ".yaml", ServerID: id, ConfiguredBy: "operator",
-		Classification: model.Classification{SideEffect: se, Idempotency: idem, Risk: risk, RequiredScopes: scopes},
+		Classification: model.Classification{SideEffect: vocab.SideEffect(se), Idempotency: vocab.Idempotency(idem), Risk: vocab.Risk(risk), RequiredScopes: scopes},
 		Resources:      "hide", Prompts: "hide",
 	}
 }
