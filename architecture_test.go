@@ -18,15 +18,15 @@ import (
 // whatever it checks. The layering it encodes:
 //
 //	cmd/toolrun -> host -> (mcp/*, protocol, internal/events, internal/identity) -> runtime -> runtime/store
-//	cmd/toolgen -> internal/toolgencli -> codegen -> spec;  gen -> runtime;  tools -> gen
+//	cmd/toolgen -> internal/toolgencli -> codegen -> spec -> model;  (mcp/*, protocol, internal/identity) -> model
+//	gen -> runtime;  tools -> gen
 //
 // and: nothing the host assembles imports host; runtime imports neither mcp, protocol,
 // spec nor a store driver; a tool (tools, gen) never reaches the pipeline's parts;
-// production code never imports a test kit (runtime/tooltest, host/hosttest,
-// storetest, pgtest).
-//
-// Edges marked "issue 17, point 4" are today's and are to go: run-time packages that
-// still take the build-time spec model.
+// production code never imports a test kit (runtime/tooltest and its siblings,
+// host/hosttest, storetest, pgtest); the run-time packages take the run-time model
+// (model), which spec produces, and never import spec: only the composition root
+// (host) and the bridges internal/policyload and internal/protocolload hold both.
 var architecture = []layer{
 	{pkg: ".", stdOnly: true, why: "the embedded builtin specs: embed only"},
 	{pkg: "cmd/toolgen", may: []string{"internal/toolgencli"}},
@@ -34,37 +34,39 @@ var architecture = []layer{
 	{pkg: "codegen", may: []string{"spec"}},
 	{pkg: "gen", may: []string{"runtime"}},
 	{pkg: "tools", may: []string{"gen", "internal/wspath", "runtime"}},
+	{pkg: "model", may: []string{"vocab"}, stdOnly: true, why: "the run-time model spec produces and the run-time packages take"},
+	{pkg: "vocab", stdOnly: true, why: "the typed vocabulary (side effect, idempotency, risk, trust, decision, resolution): the leaf"},
 	{pkg: "sandbox", may: []string{"gen", "internal/names", "runtime"}, why: "the script runner (SCR-1): a tool through the bridge, and Starlark"},
-	{pkg: "spec", may: []string{".", "internal/canonjson", "internal/cellang", "internal/names", "spec/diag"}},
+	{pkg: "spec", may: []string{".", "internal/canonjson", "internal/cellang", "internal/names", "model", "spec/diag", "vocab"}},
 	{pkg: "spec/diag", stdOnly: true, why: "the one annotation model and its formatters (issue 17, point 6)"},
 	{pkg: "spec/specdiff", may: []string{"spec", "spec/diag"}},
-	{pkg: "host", may: []string{"host/console", "internal/events", "internal/identity", "internal/lru", "internal/policyload", "internal/textsafe",
-		"mcp/device", "mcp/server", "mcp/upstream", "protocol", "runtime", "runtime/store",
+	{pkg: "host", may: []string{"host/console", "internal/events", "internal/identity", "internal/lru", "internal/policyload",
+		"internal/protocolload", "internal/textsafe", "mcp/device", "mcp/server", "mcp/upstream", "model", "protocol", "runtime", "runtime/store",
 		"runtime/store/postgres", "runtime/store/sqlite", "sandbox", "spec", "tools"}, why: "the composition root"},
-	{pkg: "host/console", may: []string{"internal/events", "internal/lru", "internal/textsafe", "runtime", "runtime/store", "spec"},
+	{pkg: "host/console", may: []string{"internal/events", "internal/lru", "internal/textsafe", "model", "runtime", "runtime/store"},
 		why: "the reviewer's console: host's operator service through an interface; never a driver, mcp/* or host"},
 	{pkg: "host/hostcli", may: []string{"host", "internal/cli", "internal/events", "internal/textsafe", "mcp/device", "runtime", "runtime/store"}},
 	{pkg: "host/hosttest", may: []string{"host/hostcli"}},
 	{pkg: "mcp"},
 	{pkg: "mcp/server", may: []string{"internal/lru", "internal/names", "internal/relay", "internal/textsafe", "runtime",
 		"runtime/store"}, why: "runtime/store: the MCP sessions and tasks roles, never a driver"},
-	{pkg: "mcp/upstream", may: []string{"internal/names", "internal/relay", "runtime", "runtime/store",
-		"spec"}, why: "spec: issue 17, point 4"},
-	{pkg: "mcp/device", may: []string{"internal/names", "mcp/upstream", "runtime", "runtime/store",
-		"spec"}, why: "spec: issue 17, point 4"},
+	{pkg: "mcp/upstream", may: []string{"internal/names", "internal/relay", "model", "runtime", "runtime/store"}},
+	{pkg: "mcp/device", may: []string{"internal/names", "mcp/upstream", "model", "runtime", "runtime/store"}},
 	{pkg: "mcp/bench"},
 	{pkg: "mcp/bench/internal/lookup"},
 	{pkg: "mcp/bench/internal/upstream", may: []string{"mcp/bench/internal/lookup"}},
-	{pkg: "protocol", may: []string{"runtime", "runtime/store", "spec"}, why: "spec: issue 17, point 4"},
-	{pkg: "runtime", may: []string{"internal/canonjson", "internal/cellang", "internal/lru", "internal/names", "internal/wspath", "runtime/internal/fastschema", "runtime/store"}},
+	{pkg: "protocol", may: []string{"model", "runtime", "runtime/store"}},
+	{pkg: "runtime", may: []string{"internal/canonjson", "internal/cellang", "internal/lru", "internal/names", "internal/wspath", "runtime/internal/fastschema", "runtime/store",
+		"vocab"}},
 	{pkg: "runtime/store", stdOnly: true, why: "the interface every driver implements"},
 	{pkg: "runtime/store/internal/migrate", stdOnly: true},
 	{pkg: "runtime/store/sqlite", may: []string{"runtime/internal/sqlfile", "runtime/store", "runtime/store/internal/migrate"}},
 	{pkg: "runtime/store/postgres", may: []string{"runtime/internal/sqlfile", "runtime/store", "runtime/store/internal/migrate"}},
 	{pkg: "runtime/store/postgres/pgtest", may: []string{"runtime/store/postgres"}},
 	{pkg: "runtime/store/storetest", may: []string{"runtime/store"}},
-	{pkg: "runtime/tooltest", may: []string{"internal/names", "runtime", "runtime/store",
-		"runtime/store/sqlite"}, why: "sqlite: the Worker's default store; issue 17, point 4 makes it opt-in"},
+	{pkg: "runtime/tooltest", may: []string{"internal/names", "runtime", "runtime/store"},
+		why: "no store driver: a test asks for one through tooltestsqlite or tooltestpg"},
+	{pkg: "runtime/tooltest/tooltestsqlite", may: []string{"runtime/store", "runtime/store/sqlite", "runtime/tooltest"}},
 	{pkg: "runtime/tooltest/tooltestpg", may: []string{"runtime/store", "runtime/store/postgres", "runtime/tooltest"}},
 	{pkg: "runtime/bench", may: []string{"runtime", "runtime/store"}},
 	{pkg: "runtime/chaostest"},
@@ -83,11 +85,12 @@ var architecture = []layer{
 	{pkg: "internal/events", may: []string{"runtime/store"}, stdOnly: true, why: "the event stream reads the store, nothing else"},
 	{pkg: "internal/hostile"},
 	{pkg: "internal/hostile/cmd/hostile", may: []string{"internal/hostile"}},
-	{pkg: "internal/identity", may: []string{"internal/textsafe", "runtime", "spec"}, why: "spec: issue 17, point 4"},
+	{pkg: "internal/identity", may: []string{"internal/textsafe", "model", "runtime"}},
 	{pkg: "internal/lru", stdOnly: true},
 	{pkg: "internal/mcppeers"},
 	{pkg: "internal/names", stdOnly: true},
 	{pkg: "internal/policyload", may: []string{"runtime", "spec"}, why: "spec's policy to the runtime's"},
+	{pkg: "internal/protocolload", may: []string{"protocol", "runtime/store", "spec"}, why: "a spec root's checked protocol to package protocol, refusals audited"},
 	{pkg: "internal/relay"},
 	{pkg: "internal/scaffold", may: []string{"codegen", "spec"}},
 	{pkg: "internal/textsafe", stdOnly: true},

@@ -108,7 +108,7 @@ func (h *Host) newConsole() (*console.Console, error) {
 // startNotifier starts the notifications of notifications.yaml, when it names a
 // webhook, until ctx ends (Start runs it with the host's maintenance).
 func (h *Host) startNotifier(ctx context.Context) error {
-	n := h.tree.Notifications
+	n := h.model.Notifications
 	if n == nil || len(n.Webhooks) == 0 {
 		return nil
 	}

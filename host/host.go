@@ -17,7 +17,9 @@ import (
 
 	"github.com/toolgen/toolgen/internal/identity"
 	"github.com/toolgen/toolgen/internal/policyload"
+	"github.com/toolgen/toolgen/internal/protocolload"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/protocol"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
@@ -134,6 +136,7 @@ type Host struct {
 	stateDir   string
 	workspaces *workspaceLayout
 	tree       *spec.Tree
+	model      *model.Tree // what the run-time parts are given: tree's run-time model
 	st         store.Store
 	reg        *runtime.Registry
 	pipe       *runtime.Pipeline
@@ -165,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.tree = tree
+	h.tree, h.model = tree, tree.Model()
 	var tools []runtime.Tool
 	if len(diags) == 0 {
 		// Before the store is opened: a host that cannot run its specs leaves nothing
@@ -229,7 +232,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 	if cfg.Protocol != "" {
 		// Loaded before the other findings are reported: a protocol that breaks WF-1 or
 		// WF-2 is refused with a wf1_violation audit entry (WF-5).
-		p, err := protocol.LoadFS(ctx, h.root, h.dir, protocol.LoadOptions{Name: cfg.Protocol, PinnedMode: cfg.Mode,
+		p, err := protocolload.LoadFS(ctx, h.root, h.dir, protocolload.Options{Name: cfg.Protocol, PinnedMode: cfg.Mode,
 			Audit: h.st, Logger: h.log, Tenant: h.localTenant(), Principal: principal})
 		if err != nil {
 			return err
@@ -244,7 +247,7 @@ func (h *Host) assemble(ctx context.Context, diags spec.Diagnostics, tools []run
 		return fmt.Errorf("%s: %d spec problems (run toolgen check), first: %s", h.dir, len(diags), diags[0])
 	}
 	if h.tree.Principals != nil {
-		v, err := identity.New(ctx, h.tree.Principals, h.root)
+		v, err := identity.New(ctx, h.model.Principals, h.root)
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.PrincipalsFile, err)
 		}
@@ -455,9 +458,9 @@ func (h *Host) stateDirs() map[string]offLimits {
 // connectServers connects the upstream MCP servers named in ids (all of them when ids
 // is nil) and registers their tools as mcp.<server_id>.*.
 func (h *Host) connectServers(ctx context.Context, ids []string) error {
-	egress := upstream.NewEgress(h.tree.Policy)
+	egress := upstream.NewEgress(h.model.EgressAllow)
 	var errs []error
-	for _, srv := range h.tree.Servers {
+	for _, srv := range h.model.Servers {
 		if ids != nil && !slices.Contains(ids, srv.ServerID) {
 			continue
 		}

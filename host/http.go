@@ -94,7 +94,7 @@ func (h *Host) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw, err := device.NewGateway(device.Options{Devices: h.tree.Devices, Registry: h.reg, Store: h.st,
+	gw, err := device.NewGateway(device.Options{Devices: h.model.Devices, Registry: h.reg, Store: h.st,
 		Tenant: principal.Tenant, Logger: h.log.With("component", "devices")})
 	if err != nil {
 		evs.Close()

@@ -63,9 +63,9 @@ func OpenOperator(ctx context.Context, cfg Config) (*Operator, error) {
 			return nil, fmt.Errorf("%s", d)
 		}
 	}
-	h.tree, h.reg = tree, runtime.NewRegistry()
+	h.tree, h.model, h.reg = tree, tree.Model(), runtime.NewRegistry()
 	if tree.Principals != nil {
-		if h.verifier, err = identity.New(ctx, tree.Principals, h.root); err != nil {
+		if h.verifier, err = identity.New(ctx, h.model.Principals, h.root); err != nil {
 			return nil, fmt.Errorf("%s: %w", spec.PrincipalsFile, err)
 		}
 	}

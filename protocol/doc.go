@@ -1,18 +1,18 @@
-// Package protocol is ADR 017 at run time (DESIGN.md section 8): it loads a protocol
+// Package protocol is ADR 017 at run time (DESIGN.md section 8): it applies a protocol
 // of modes that passed toolgen's checks, answers which mode is active for a session,
 // filters what a server exposes and accepts to that mode's tools, and moves a session
 // between modes when a protocol.dispatch call succeeds, recording every move and every
 // refusal in the audit log with the mode that was active.
 //
-//   - Loading ([LoadDir], [LoadFS]) reads a whole spec root through spec.LoadFS, because
-//     WF-1/WF-2 need every tool spec (confers_approval) and every server classification
-//     (mcp.<server>.* references): the checks are the spec package's own, never
-//     re-implemented here. A tree with any finding is refused ([RefusedError], like
-//     toolgen check and internal/policyload); when a finding is WF-1 or WF-2 one
-//     wf1_violation entry is written to the audit log first (WF-5). Its mode is the
-//     mode the host asked to pin (--mode), or else the protocol's declared
-//     initial_mode: no session exists yet, and that is the mode that would have been
-//     active.
+//   - Loading is not here: internal/protocolload reads a whole spec root through
+//     spec.LoadFS, because WF-1/WF-2 need every tool spec (confers_approval) and every
+//     server classification (mcp.<server>.* references): the checks are the spec
+//     package's own, never re-implemented. A tree with any finding is refused, and
+//     when a finding is WF-1 or WF-2 one wf1_violation entry ([KindWF1Violation]) is
+//     written to the audit log first (WF-5). Its mode is the mode the host asked to pin
+//     (--mode), or else the protocol's declared initial_mode: no session exists yet,
+//     and that is the mode that would have been active. A clean tree's protocol comes
+//     here as the run-time model spec produces (model.Protocol, [FromModel]).
 //   - Exposure (WF-3, INV2): a mode exposes and accepts exactly the tools it declares
 //     (an mcp.<server>.* reference holds every tool of that server). Nothing is
 //     implicit: a tool named in no mode is exposed in none, and protocol.dispatch is
@@ -46,8 +46,8 @@
 // from [Runtime.ActiveMode] at step 7 or 13); this package writes the wf1_violation and
 // dispatch_request entries.
 //
-// protocol imports spec, runtime and runtime/store (for its types and ErrNotFound). It
-// must never import mcp, codegen, cmd or a store driver: it talks to persistence only
+// protocol imports model, runtime and runtime/store (for its types and ErrNotFound). It
+// must never import spec, mcp, codegen, cmd or a store driver: it talks to persistence only
 // through the small interfaces [AuditLog] and [SessionModes], which store.Store
 // satisfies.
 package protocol

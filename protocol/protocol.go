@@ -4,11 +4,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/model"
 )
 
-// Protocol is a checked protocol: its modes and the tools each holds. Only [LoadFS] and
-// [LoadDir] make one, so a Protocol has always passed WF-1/WF-2.
+// Protocol is a checked protocol: its modes and the tools each holds. [FromModel] makes
+// one of the model spec produced for a spec root without findings (internal/protocolload
+// loads and refuses), so a Protocol has passed WF-1/WF-2.
 type Protocol struct {
 	name    string
 	initial string
@@ -20,14 +21,13 @@ type mode struct {
 	tools []string // as declared: tool names and mcp.<server>.* patterns
 }
 
-func fromSpec(sp *spec.Protocol) *Protocol {
-	p := &Protocol{name: sp.Name, initial: sp.InitialMode.Name}
-	for _, m := range sp.Modes {
-		md := mode{name: m.Name}
-		for _, t := range m.Tools {
-			md.tools = append(md.tools, t.Name)
-		}
-		p.modes = append(p.modes, md)
+// FromModel is the protocol of m, which must have passed toolgen's checks: the caller
+// loaded the spec root and found no finding (WF-1 and WF-2 are checked over every tool
+// spec and server classification, which m does not hold).
+func FromModel(m *model.Protocol) *Protocol {
+	p := &Protocol{name: m.Name, initial: m.InitialMode}
+	for _, md := range m.Modes {
+		p.modes = append(p.modes, mode{name: md.Name, tools: slices.Clone(md.Tools)})
 	}
 	return p
 }

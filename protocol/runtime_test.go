@@ -9,15 +9,6 @@ import (
 	"github.com/toolgen/toolgen/protocol"
 )
 
-func loadShipped(t *testing.T) *protocol.Protocol {
-	t.Helper()
-	p, err := protocol.LoadDir(t.Context(), repoRoot, protocol.LoadOptions{Name: shipped, Audit: &auditRecorder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newRuntime(t *testing.T, cfg protocol.Config) *protocol.Runtime {
 	t.Helper()
 	if cfg.Protocol == nil {

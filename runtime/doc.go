@@ -15,6 +15,10 @@
 //     the content-addressed artifact writer (RT-9), the operator [Policy] (POL-1) and
 //     OpenTelemetry [Metrics] (RT-13).
 //
+// The words of a classification (side effect, idempotency, risk, trust) and of a
+// decision are package vocab's; SideEffect, Idempotency, Risk and Trust here are its
+// types under the names tools and generated wrappers use.
+//
 // runtime must never import spec, codegen, mcp or a store driver: the pipeline talks to
 // persistence only through runtime/store's interface, and a tool never reaches the
 // pipeline (RT-2).

@@ -605,7 +605,7 @@ func (p *Pipeline) recordedCall(c *call) store.Call {
 // nothing to recover and the caller simply retries. A key that already has a row is
 // step 8: a terminal row's recorded outcome is returned without executing.
 func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, error) {
-	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency == Idempotent && c.spec.SideEffect != SideEffectWrite && !c.spec.Suspends {
+	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency.RetrySafe() && c.spec.SideEffect != SideEffectWrite && !c.spec.Suspends {
 		inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):

@@ -10,15 +10,17 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // Policy is step 6 of the pipeline (POL-1): allow, deny or needs_approval.
 
-// Verdicts of a [Decision], as recorded in the invocation row.
+// Verdicts of a [Decision], as recorded in the invocation row: vocab's decisions.
 const (
-	VerdictAllow         = "allow"
-	VerdictDeny          = "deny"
-	VerdictNeedsApproval = "needs_approval"
+	VerdictAllow         = string(vocab.DecisionAllow)
+	VerdictDeny          = string(vocab.DecisionDeny)
+	VerdictNeedsApproval = string(vocab.DecisionNeedsApproval)
 )
 
 // Effects of a [PolicyRule] (policy.yaml's approve_when, deny_when and allow_when).
@@ -260,8 +262,8 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 			return Decision{Verdict: VerdictNeedsApproval, Cause: HoldApprovalWhen, Why: "approval_when holds"}, nil
 		}
 	}
-	risk := riskRank(spec.Risk)
-	if risk >= riskRankCritical {
+	risk := spec.Risk.Rank() // an unknown risk ranks as critical
+	if risk >= RiskCritical.Rank() {
 		why := "risk critical"
 		if spec.Risk != RiskCritical {
 			why = fmt.Sprintf("unknown risk %q, counted as critical", spec.Risk)
@@ -272,9 +274,9 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 	// 5. Approvals an allow rule waives.
 	var why, cause string
 	switch {
-	case risk >= riskRankHigh && trust.Rank() < TrustUser.Rank():
+	case risk >= RiskHigh.Rank() && trust.Rank() < TrustUser.Rank():
 		why, cause = fmt.Sprintf("risk high and trust %s is below user", trust), HoldRiskTrust
-	case spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= riskRankMedium &&
+	case spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= RiskMedium.Rank() &&
 		in.ArgumentTrust.Rank() == TrustExternalUntrusted.Rank():
 		se := "write"
 		if spec.SideEffect != SideEffectWrite {
@@ -349,26 +351,6 @@ func (e *ruleEvaluator) eval(r *policyRule) (bool, error) {
 		return false, errors.New(e.boundsWhy)
 	}
 	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= policyMaxLabelLength && len(e.act.sideEffect) <= policyMaxLabelLength)
-}
-
-const (
-	riskRankLow = iota
-	riskRankMedium
-	riskRankHigh
-	riskRankCritical
-)
-
-// riskRank orders risks; an unknown risk ranks as critical.
-func riskRank(r Risk) int {
-	switch r {
-	case RiskLow:
-		return riskRankLow
-	case RiskMedium:
-		return riskRankMedium
-	case RiskHigh:
-		return riskRankHigh
-	}
-	return riskRankCritical
 }
 
 // policyBounds says which value exceeds the bounds the build assumed, or "".

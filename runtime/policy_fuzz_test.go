@@ -135,7 +135,7 @@ func FuzzPolicyDecide(f *testing.F) {
 		approveName, approveHolds, approveFailed := fires(PolicyApprove)
 		allowName, allowHolds, _ := fires(PolicyAllow)
 		trust := normTrust(MinTrust(in.OriginTrust, in.ArgumentTrust))
-		risk := riskRank(spec.Risk)
+		risk := spec.Risk.Rank()
 		switch {
 		case missingScope(spec, pr):
 			want = Decision{Verdict: VerdictDeny, ReasonCode: "missing_scope"}
@@ -147,10 +147,10 @@ func FuzzPolicyDecide(f *testing.F) {
 			want = Decision{Verdict: VerdictNeedsApproval, Rule: approveName}
 		case in.ApprovalWhen != nil && approvalHolds(ctx, in.ApprovalWhen, args):
 			want = Decision{Verdict: VerdictNeedsApproval}
-		case risk >= riskRankCritical:
+		case risk >= RiskCritical.Rank():
 			want = Decision{Verdict: VerdictNeedsApproval}
-		case risk >= riskRankHigh && trust.Rank() < TrustUser.Rank(),
-			spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= riskRankMedium &&
+		case risk >= RiskHigh.Rank() && trust.Rank() < TrustUser.Rank(),
+			spec.SideEffect != SideEffectNone && spec.SideEffect != SideEffectRead && risk >= RiskMedium.Rank() &&
 				in.ArgumentTrust == TrustExternalUntrusted:
 			want = Decision{Verdict: VerdictNeedsApproval}
 			if allowHolds {

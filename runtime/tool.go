@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // Kind says where a tool's effect lands: on the world (action) or on the run (control).
@@ -14,73 +16,43 @@ const (
 	KindControl Kind = "control"
 )
 
-// SideEffect is what a tool may do to the world.
-type SideEffect string
-
-const (
-	SideEffectNone  SideEffect = "none"
-	SideEffectRead  SideEffect = "read"
-	SideEffectWrite SideEffect = "write"
+// The classification vocabulary is package vocab's; these names keep it where a tool
+// author's code and the generated wrappers meet it (runtime.SideEffectWrite, ...).
+type (
+	// SideEffect is what a tool may do to the world.
+	SideEffect = vocab.SideEffect
+	// Idempotency is the recovery class of a tool: it decides what the sweep may retry
+	// (RT-4).
+	Idempotency = vocab.Idempotency
+	// Risk is the spec's risk level; policy uses it for approvals (POL-1).
+	Risk = vocab.Risk
+	// Trust is a provenance label, ordered system > user > tool > external_untrusted
+	// (RT-6); [vocab.Trust.Rank] gives the order and [MinTrust] the lower of two labels.
+	Trust = vocab.Trust
 )
 
-// Idempotency is the recovery class of a tool: it decides what the sweep may retry (RT-4).
-type Idempotency string
-
 const (
-	Idempotent              Idempotency = "idempotent"
-	ConditionallyIdempotent Idempotency = "conditionally_idempotent"
-	NonIdempotent           Idempotency = "non_idempotent"
+	SideEffectNone  = vocab.SideEffectNone
+	SideEffectRead  = vocab.SideEffectRead
+	SideEffectWrite = vocab.SideEffectWrite
+
+	Idempotent              = vocab.Idempotent
+	ConditionallyIdempotent = vocab.ConditionallyIdempotent
+	NonIdempotent           = vocab.NonIdempotent
+
+	RiskLow      = vocab.RiskLow
+	RiskMedium   = vocab.RiskMedium
+	RiskHigh     = vocab.RiskHigh
+	RiskCritical = vocab.RiskCritical
+
+	TrustSystem            = vocab.TrustSystem
+	TrustUser              = vocab.TrustUser
+	TrustTool              = vocab.TrustTool
+	TrustExternalUntrusted = vocab.TrustExternalUntrusted
 )
-
-// NeedsWatermark reports whether calls of this class must mark the effect before it is sent.
-func (i Idempotency) NeedsWatermark() bool { return i != Idempotent }
-
-// Risk is the spec's risk level; policy uses it for approvals (POL-1).
-type Risk string
-
-const (
-	RiskLow      Risk = "low"
-	RiskMedium   Risk = "medium"
-	RiskHigh     Risk = "high"
-	RiskCritical Risk = "critical"
-)
-
-// Trust is a provenance label. Labels are ordered system > user > tool > external_untrusted
-// (RT-6); [Trust.Rank] gives the order and [MinTrust] the lower of two labels.
-type Trust string
-
-const (
-	TrustSystem            Trust = "system"
-	TrustUser              Trust = "user"
-	TrustTool              Trust = "tool"
-	TrustExternalUntrusted Trust = "external_untrusted"
-)
-
-// Rank orders labels: a higher rank is more trusted. An unknown label ranks lowest,
-// the same as external_untrusted, so an unrecognised value can never raise trust.
-func (t Trust) Rank() int {
-	switch t {
-	case TrustSystem:
-		return 3
-	case TrustUser:
-		return 2
-	case TrustTool:
-		return 1
-	default:
-		return 0
-	}
-}
 
 // MinTrust returns the less trusted of a and b. An unknown label counts as external_untrusted.
-func MinTrust(a, b Trust) Trust {
-	if a.Rank() == 0 || b.Rank() == 0 {
-		return TrustExternalUntrusted
-	}
-	if a.Rank() <= b.Rank() {
-		return a
-	}
-	return b
-}
+func MinTrust(a, b Trust) Trust { return vocab.MinTrust(a, b) }
 
 // ToolSpec is the classification of one tool, as checked by toolgen and generated into
 // Go (GEN-1). The pipeline reads it; the tool never changes it.

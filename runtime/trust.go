@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/toolgen/toolgen/vocab"
+
 // Trust labels at step 3 of the pipeline (RT-6, ADR-0021 decision 11). Labels are never
 // raised by looking at content: every function here can only keep or lower a label,
 // and every unknown or missing label counts as external_untrusted (fail closed).
@@ -29,8 +31,7 @@ func OriginTrust(items []Trust) Trust {
 // "User", is external_untrusted: an argument whose provenance is unknown stays
 // external_untrusted.
 func ParseTrust(s string) Trust {
-	switch t := Trust(s); t {
-	case TrustSystem, TrustUser, TrustTool, TrustExternalUntrusted:
+	if t, err := vocab.ParseTrust(s); err == nil {
 		return t
 	}
 	return TrustExternalUntrusted

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgen/toolgen/model"
 )
 
 // Tree is a loaded spec root: every tool, server, protocol and the policy, with the
@@ -213,7 +215,7 @@ type Server struct {
 
 // UnclassifiedScope is the scope an unclassified server's tools require: no principal
 // may be granted it, so such a tool cannot run until the operator classifies the server.
-const UnclassifiedScope = "toolgen.unclassified"
+const UnclassifiedScope = model.UnclassifiedScope
 
 // HTTPTransport is a Streamable HTTP server.
 type HTTPTransport struct {

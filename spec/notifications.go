@@ -8,22 +8,24 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgen/toolgen/model"
 )
 
 // NotificationsFile is the operator's file of notifications (issue 18, UI-1): the
 // webhooks told when a call is held for approval or goes UNCERTAIN.
-const NotificationsFile = "notifications.yaml"
+const NotificationsFile = model.NotificationsFile
 
 // Webhook formats.
 const (
-	WebhookFormatJSON  = "json"  // toolgen's own message (classification only), signed
-	WebhookFormatSlack = "slack" // a Slack-compatible incoming-webhook body
+	WebhookFormatJSON  = model.WebhookFormatJSON  // toolgen's own message (classification only), signed
+	WebhookFormatSlack = model.WebhookFormatSlack // a Slack-compatible incoming-webhook body
 )
 
 // Webhook events: the milestones a webhook may be told of (store event kinds).
 const (
-	WebhookEventHeld      = "held"
-	WebhookEventUncertain = "uncertain"
+	WebhookEventHeld      = model.WebhookEventHeld
+	WebhookEventUncertain = model.WebhookEventUncertain
 )
 
 // Bounds of a webhook's delivery.

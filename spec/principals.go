@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgen/toolgen/model"
 )
 
 // PrincipalsFile is the operator's file of principals (ID-1): how callers are
@@ -439,13 +441,13 @@ func (is *Issuer) TenantNames() []string {
 
 // TokenPrincipalSeparator joins an issuer's name and a token's id claim into the
 // principal's id (TokenPrincipalID). No static or local id can hold it.
-const TokenPrincipalSeparator = "/"
+const TokenPrincipalSeparator = model.TokenPrincipalSeparator
 
 // TokenPrincipalID is the id of the principal a token of issuer proves: the issuer's
 // name, "/", the id claim. Audit entries, approvals and policy rules (principal.id)
 // see this id.
 func TokenPrincipalID(issuerName, subject string) string {
-	return issuerName + TokenPrincipalSeparator + subject
+	return model.TokenPrincipalID(issuerName, subject)
 }
 
 func loopbackHost(h string) bool {

@@ -3,7 +3,9 @@ package spec
 import (
 	"net/url"
 	"path"
-	"strings"
+
+	"github.com/toolgen/toolgen/model"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 var serverKeys = []string{"server_id", "description", "configured_by", "tenant", "transport", "classification", "resources", "prompts"}
@@ -109,7 +111,8 @@ func loadServer(r reporter, rel string, data []byte) *Server {
 }
 
 func loadClassification(r reporter, m *mapping, s *Server) {
-	s.SideEffect, s.Risk, s.Idempotency = "write", "critical", "non_idempotent"
+	// The most restrictive value of each (SPEC-7).
+	s.SideEffect, s.Risk, s.Idempotency = string(vocab.SideEffectWrite), string(vocab.RiskCritical), string(vocab.NonIdempotent)
 	s.RequiredScopes = []Ref{{Name: UnclassifiedScope}}
 	var cm *mapping
 	if m.has("classification") {
@@ -140,24 +143,15 @@ func loadClassification(r reporter, m *mapping, s *Server) {
 	}
 	field("risk", Risks, &s.Risk)
 	field("side_effect", SideEffects, &s.SideEffect)
-	if s.SideEffect == "none" && cm != nil && cm.has("idempotency") && s.Idempotency != "idempotent" {
+	if s.SideEffect == string(vocab.SideEffectNone) && cm != nil && cm.has("idempotency") && s.Idempotency != string(vocab.Idempotent) {
 		r.errorf(cm.at("idempotency"), "SPEC-3.none-implies-idempotent", "side_effect none implies idempotent, found %s", s.Idempotency)
 	}
 }
 
 // HostAllowed reports whether host matches one egress allowlist pattern: an exact host,
-// or "*.example.org" for any subdomain of example.org (not example.org itself).
+// or "*.example.org" for any subdomain of example.org (not example.org itself). It is
+// the run time's rule ([model.HostAllowed]), so a URL the check accepts is one the
+// egress guard lets through.
 func HostAllowed(host string, allow []Ref) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allow {
-		p := strings.ToLower(a.Name)
-		if suffix, ok := strings.CutPrefix(p, "*."); ok {
-			if strings.HasSuffix(host, "."+suffix) {
-				return true
-			}
-		} else if host == p {
-			return true
-		}
-	}
-	return false
+	return model.HostAllowed(host, refNames(allow))
 }

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgen/toolgen/internal/names"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // segment is the grammar of one name segment, argument, server, mode and protocol
@@ -59,10 +60,10 @@ var boundSource = regexp.MustCompile(`^(principal\.(id|tenant|claims\.[a-z][a-z0
 // Enumerations of the spec language.
 var (
 	Kinds          = []string{"action", "control"}
-	SideEffects    = []string{"none", "read", "write"}
-	Idempotencies  = []string{"idempotent", "conditionally_idempotent", "non_idempotent"}
-	Risks          = []string{"low", "medium", "high", "critical"}
-	Trusts         = []string{"system", "user", "tool", "external_untrusted"}
+	SideEffects    = vocab.Strings(vocab.SideEffects())   // from the least restrictive
+	Idempotencies  = vocab.Strings(vocab.Idempotencies()) // from the least restrictive
+	Risks          = vocab.Strings(vocab.Risks())         // from the lowest
+	Trusts         = vocab.Strings(vocab.Trusts())        // from the most trusted
 	FieldTypes     = []string{TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray, TypeObject}
 	maxTimeout     = 24 * time.Hour
 	maxFieldsDepth = 16
@@ -221,25 +222,27 @@ func exprOf(m *mapping, key, req string, lines []string) *Expr {
 // checkIdempotency applies SPEC-3.
 func checkIdempotency(r reporter, t *Tool, m *mapping) {
 	idem, hasIdem := m.oneOf("idempotency", "SPEC-3", Idempotencies...)
+	none, write := string(vocab.SideEffectNone), string(vocab.SideEffectWrite)
+	idempotent, conditional := string(vocab.Idempotent), string(vocab.ConditionallyIdempotent)
 	switch {
-	case t.SideEffect == "none" && hasIdem && idem != "idempotent":
+	case t.SideEffect == none && hasIdem && idem != idempotent:
 		r.errorf(m.at("idempotency"), "SPEC-3.none-implies-idempotent", "side_effect none implies idempotent; remove idempotency or declare the side effect (found %s)", idem)
-	case t.SideEffect == "none":
-		t.Idempotency = "idempotent"
+	case t.SideEffect == none:
+		t.Idempotency = idempotent
 	case t.SideEffect != "" && !m.has("idempotency"):
 		r.errorf(m.keyAt("side_effect"), "SPEC-3.idempotency-missing", "idempotency is required when side_effect is %s: declare idempotent, conditionally_idempotent or non_idempotent", t.SideEffect)
 	default:
 		t.Idempotency = idem
 	}
-	if idem == "conditionally_idempotent" && !m.has("idempotent_when") {
+	if idem == conditional && !m.has("idempotent_when") {
 		r.errorf(m.at("idempotency"), "SPEC-3.idempotent-when-missing", "conditionally_idempotent requires idempotent_when: the CEL condition over args under which a retry is safe")
 	}
-	if m.has("idempotent_when") && hasIdem && idem != "conditionally_idempotent" {
+	if m.has("idempotent_when") && hasIdem && idem != conditional {
 		r.errorf(m.keyAt("idempotent_when"), "SPEC-3.idempotent-when-not-allowed", "idempotent_when is allowed only with idempotency: conditionally_idempotent (found %s)", idem)
-	} else if m.has("idempotent_when") && !hasIdem && t.SideEffect == "none" {
+	} else if m.has("idempotent_when") && !hasIdem && t.SideEffect == none {
 		r.errorf(m.keyAt("idempotent_when"), "SPEC-3.idempotent-when-not-allowed", "idempotent_when is allowed only with idempotency: conditionally_idempotent")
 	}
-	if t.ParallelSafe && t.SideEffect == "write" {
+	if t.ParallelSafe && t.SideEffect == write {
 		r.errorf(m.at("parallel_safe"), "SPEC-3.parallel-safe-write", "parallel_safe is allowed only for side_effect none or read; a writing tool runs alone in its batch")
 	}
 	suspends, hasSuspends := m.boolean("suspends")

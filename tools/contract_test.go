@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/tooltest"
+	"github.com/toolgen/toolgen/runtime/tooltest/tooltestsqlite"
 )
 
 // builtin returns the registered builtin called name, exactly as the registry gets it
@@ -115,7 +116,7 @@ func (w *withOutside) observe(t tooltest.TB, env *tooltest.Env) tooltest.State {
 func TestContract_WorkspaceWriteText(t *testing.T) {
 	existing := func(t tooltest.TB, env *tooltest.Env) { put(t, env.Workspace, "notes/a.txt", "old\n") }
 	escape := &withOutside{}
-	tooltest.Run(t, builtin(t, "workspace.write_text"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "workspace.write_text"),
 		tooltest.Case{Name: "create", Args: `{"path": "notes/a.txt", "text": "hello\n"}`},
 		tooltest.Case{Name: "create explicit", Args: `{"path": "a.txt", "text": "hello\n", "mode": "create"}`},
 		tooltest.Case{Name: "create over existing", Args: `{"path": "notes/a.txt", "text": "new\n", "mode": "create"}`,
@@ -135,7 +136,7 @@ func TestContract_WorkspaceWriteText(t *testing.T) {
 
 func TestContract_WorkspaceReadText(t *testing.T) {
 	escape := &withOutside{}
-	tooltest.Run(t, builtin(t, "workspace.read_text"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "workspace.read_text"),
 		tooltest.Case{Name: "read", Args: `{"path": "src/main.go", "max_bytes": 8}`,
 			Setup: func(t tooltest.TB, env *tooltest.Env) { put(t, env.Workspace, "src/main.go", "package main\n") }},
 		tooltest.Case{Name: "missing", Args: `{"path": "nope.txt"}`, WantFailure: codeNotFound},
@@ -145,7 +146,7 @@ func TestContract_WorkspaceReadText(t *testing.T) {
 }
 
 func TestContract_WorkspaceList(t *testing.T) {
-	tooltest.Run(t, builtin(t, "workspace.list"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "workspace.list"),
 		tooltest.Case{Name: "recursive", Args: `{"path": ".", "recursive": true, "max_entries": 2}`,
 			Setup: func(t tooltest.TB, env *tooltest.Env) {
 				put(t, env.Workspace, "a.txt", "a")
@@ -159,7 +160,7 @@ func TestContract_WorkspaceList(t *testing.T) {
 func TestContract_ReviewMerge(t *testing.T) {
 	needGit(t)
 	repo := func(t tooltest.TB, env *tooltest.Env) { gitRepoIn(t, env.Workspace) }
-	tooltest.Run(t, builtin(t, "review.merge"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "review.merge"),
 		tooltest.Case{Name: "merge", Args: `{"branch": "feature/x", "message": "Land x"}`, Setup: repo},
 		tooltest.Case{Name: "conflict", Args: `{"branch": "feature/x"}`, WantFailure: codeMergeConflict,
 			Setup: func(t tooltest.TB, env *tooltest.Env) {
@@ -184,14 +185,14 @@ func TestContract_ReviewApprove(t *testing.T) {
 			t.Fatalf("setup: the repository is not deterministic: tip %s, want %s", got, tip)
 		}
 	}
-	tooltest.Run(t, builtin(t, "review.approve"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "review.approve"),
 		tooltest.Case{Name: "approve tip", Args: `{"branch": "feature/x", "commit": "` + tip + `", "comment": "looks good"}`, Setup: repo},
 		tooltest.Case{Name: "stale commit", Args: `{"branch": "main", "commit": "` + tip + `"}`, WantFailure: codeStaleCommit, Setup: repo},
 	)
 }
 
 func TestContract_ProtocolDispatch(t *testing.T) {
-	tooltest.Run(t, builtin(t, "protocol.dispatch"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "protocol.dispatch"),
 		tooltest.Case{Name: "dispatch", Args: `{"mode": "implement", "reason": "the plan is written"}`},
 		tooltest.Case{Name: "blank reason", Args: `{"mode": "implement", "reason": "   "}`, WantFailure: "missing_reason"},
 	)
@@ -201,7 +202,7 @@ func TestContract_ProtocolDispatch(t *testing.T) {
 // nothing, that repeating the suspended call does not ask again (call_suspended), and
 // that once resumed the call replays the user's answer without running.
 func TestContract_ConversationAskUser(t *testing.T) {
-	tooltest.Run(t, builtin(t, "conversation.ask_user"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "conversation.ask_user"),
 		tooltest.Case{Name: "ask", Args: `{"question": "Which database?", "choices": ["sqlite", "postgres"]}`,
 			ResumeAnswer: `{"answer": "sqlite"}`},
 		tooltest.Case{Name: "duplicate choices", Args: `{"question": "Pick", "choices": ["a", "a"]}`, WantFailure: "duplicate_choice"},
@@ -210,7 +211,7 @@ func TestContract_ConversationAskUser(t *testing.T) {
 
 // identity.whoami binds all its arguments (SPEC-4): the model supplies none.
 func TestContract_IdentityWhoami(t *testing.T) {
-	tooltest.Run(t, builtin(t, "identity.whoami"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "identity.whoami"),
 		tooltest.Case{Name: "whoami", Args: `{}`},
 	)
 }
@@ -235,7 +236,7 @@ func TestContract_EveryBuiltinIsCovered(t *testing.T) {
 // fails (the contract suite sees the index change before the watermark).
 func TestContract_ReviewMerge_TouchedFile(t *testing.T) {
 	needGit(t)
-	tooltest.Run(t, builtin(t, "review.merge"),
+	tooltest.Run(t, tooltestsqlite.TempFile, builtin(t, "review.merge"),
 		tooltest.Case{Name: "merge after touch", Args: `{"branch": "feature/x"}`,
 			Setup: func(t tooltest.TB, env *tooltest.Env) {
 				gitRepoIn(t, env.Workspace)

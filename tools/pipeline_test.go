@@ -12,6 +12,7 @@ import (
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/tooltest"
+	"github.com/toolgen/toolgen/runtime/tooltest/tooltestsqlite"
 )
 
 // pipe runs the builtins end to end through a tooltest.Worker: the real registry,
@@ -29,7 +30,7 @@ var builtinCaller = runtime.Principal{ID: "alice", Tenant: "acme",
 func newPipe(t *testing.T, ws string) *pipe {
 	t.Helper()
 	all := Builtins()
-	w := tooltest.NewWorker(t, all[0], tooltest.WorkerOptions{Tools: all[1:], Principal: builtinCaller, Workspace: ws})
+	w := tooltest.NewWorker(t, all[0], tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Tools: all[1:], Principal: builtinCaller, Workspace: ws})
 	return &pipe{t: t, w: w}
 }
 

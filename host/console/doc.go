@@ -33,8 +33,8 @@
 // results or remote text (EV-1), and are signed with HMAC-SHA256.
 //
 // console imports runtime (principals), runtime/store (the Store interface and its row
-// types), internal/events (the stream it relays), internal/textsafe and the standard
-// library's and golang.org/x/oauth2's HTTP clients. It must never import a store driver,
-// anything under mcp/, spec loading beyond the model types it is given, or host (which
-// mounts it).
+// types), model (notifications.yaml, which spec produces), internal/events (the stream
+// it relays), internal/textsafe and the standard library's and golang.org/x/oauth2's
+// HTTP clients. It must never import spec, a store driver, anything under mcp/, or host
+// (which mounts it).
 package console

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/internal/events"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // Headers of a webhook message.
@@ -72,7 +72,7 @@ type NotifierStore interface {
 
 // NotifierOptions configure NewNotifier.
 type NotifierOptions struct {
-	Notifications *spec.Notifications
+	Notifications *model.Notifications
 	// Store is followed (EventList) and holds the claims that make each message go
 	// out once, whichever process on the store sends it.
 	Store NotifierStore
@@ -115,7 +115,7 @@ type Notifier struct {
 }
 
 type hook struct {
-	w      *spec.Webhook
+	w      *model.Webhook
 	url    string
 	secret []byte
 	events []string
@@ -156,13 +156,13 @@ func NewNotifier(o NotifierOptions) (*Notifier, error) {
 		h := &hook{w: w, url: w.URL, events: w.EventNames()}
 		if w.URLEnv != "" {
 			if h.url = o.Getenv(w.URLEnv); h.url == "" {
-				return nil, fmt.Errorf("%s: webhook %s: the environment variable %s (url_env) is not set", spec.NotificationsFile, w.Name, w.URLEnv)
+				return nil, fmt.Errorf("%s: webhook %s: the environment variable %s (url_env) is not set", model.NotificationsFile, w.Name, w.URLEnv)
 			}
 		}
 		if w.SecretEnv != "" {
 			s := o.Getenv(w.SecretEnv)
 			if len(s) < 16 {
-				return nil, fmt.Errorf("%s: webhook %s: the environment variable %s (secret_env) must hold a key of at least 16 bytes", spec.NotificationsFile, w.Name, w.SecretEnv)
+				return nil, fmt.Errorf("%s: webhook %s: the environment variable %s (secret_env) must hold a key of at least 16 bytes", model.NotificationsFile, w.Name, w.SecretEnv)
 			}
 			h.secret = []byte(s)
 		}
@@ -209,7 +209,7 @@ func (n *Notifier) follow(ctx context.Context, cur store.EventCursor) {
 		}
 		for _, ev := range evs {
 			cur = ev.Cursor
-			if ev.Kind != spec.WebhookEventHeld && ev.Kind != spec.WebhookEventUncertain {
+			if ev.Kind != model.WebhookEventHeld && ev.Kind != model.WebhookEventUncertain {
 				continue
 			}
 			for _, h := range n.hooks {
@@ -343,10 +343,10 @@ func (n *Notifier) body(ctx context.Context, d delivery) ([]byte, error) {
 	if base := n.o.Notifications.ConsoleURL; base != "" {
 		m.ConsoleURL = base + path
 	}
-	if d.ev.Kind == spec.WebhookEventHeld && n.o.Operator != nil {
+	if d.ev.Kind == model.WebhookEventHeld && n.o.Operator != nil {
 		m.HeldBecause = n.heldBecause(ctx, d.ev)
 	}
-	if d.h.w.Format == spec.WebhookFormatSlack {
+	if d.h.w.Format == model.WebhookFormatSlack {
 		return marshal(slackBody(m))
 	}
 	return marshal(m)
@@ -389,7 +389,7 @@ func slackBody(m Message) map[string]any {
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 	e := m.Event
 	what := "A call is held for approval"
-	if e.Kind == spec.WebhookEventUncertain {
+	if e.Kind == model.WebhookEventUncertain {
 		what = "A call is UNCERTAIN: its effect may have happened"
 	}
 	text := fmt.Sprintf("%s: `%s` #%d in tenant %s (session %s, run %s", what, esc(e.Tool), e.InvocationID, esc(e.Tenant), esc(e.SessionID), esc(e.RunID))

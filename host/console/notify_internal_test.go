@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/internal/events"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 	"github.com/toolgen/toolgen/spec"
 )
 
-func notifications(t *testing.T, doc string) *spec.Notifications {
+func notifications(t *testing.T, doc string) *model.Notifications {
 	t.Helper()
 	n, diags := spec.LoadNotifications(spec.NotificationsFile, spec.NotificationsFile, []byte(doc))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	return n
+	return n.Model()
 }
 
 // TestClaimIsExclusive: of the notifiers on one store, exactly one wins the claim of

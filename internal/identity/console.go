@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // ConsoleIssuer is an issuer whose people may sign in to the reviewer's console
@@ -17,7 +17,7 @@ import (
 type ConsoleIssuer struct {
 	Name    string // the issuer's name, the namespace of its principals
 	Issuer  string // its iss, where discovery starts
-	Console *spec.IssuerConsole
+	Console *model.IssuerConsole
 }
 
 // ConsoleIssuers lists the issuers with a console block, by name.

@@ -55,7 +55,7 @@ func TestVerifyIDToken(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	v, err := identity.New(context.Background(), p, fstest.MapFS{"keys/login.pem": {Data: is.pubPEM}})
+	v, err := identity.New(context.Background(), p.Model(), fstest.MapFS{"keys/login.pem": {Data: is.pubPEM}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 // Who may speak for whom (issue 14, findings 6, 9 and 15):
 //   - every issuer is bound to the tenants it may assert (principals.yaml tenant: or
 //     tenants:): an identity provider of one tenant never proves a principal of another;
-//   - a token principal's id is the issuer's name, "/", the id claim (spec.TokenPrincipalID),
+//   - a token principal's id is the issuer's name, "/", the id claim (model.TokenPrincipalID),
 //     so it can never equal a static or local principal's id or another issuer's;
 //   - a token's id claim is printable ASCII without spaces, bounded: a newline or an
 //     escape sequence in a subject never reaches a reviewer's terminal;
@@ -24,7 +24,7 @@
 //
 // A token is never logged, stored or put in an error: errors say which check failed.
 //
-// identity imports runtime (the Principal type), spec, internal/textsafe, go-jose and the
-// go-sdk's auth package. It
-// must never import a store driver, the MCP server or client packages, codegen or cmd.
+// identity imports runtime (the Principal type), model (principals.yaml, which spec
+// produces), internal/textsafe, go-jose and the go-sdk's auth package. It must never
+// import spec, a store driver, the MCP server or client packages, codegen or cmd.
 package identity

@@ -22,8 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/toolgen/toolgen/internal/textsafe"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // ErrInvalidToken is every verification failure; it wraps auth.ErrInvalidToken, so the
@@ -46,7 +46,7 @@ type staticToken struct {
 }
 
 type issuer struct {
-	conf     *spec.Issuer
+	conf     *model.Issuer
 	verifier *oidc.IDTokenVerifier
 	keys     *jwksKeySet // nil for a key_file issuer
 	// console verifies the ID tokens of console sign-in (audience: the console's
@@ -57,7 +57,7 @@ type issuer struct {
 // New builds the verifier of p. Key files are read from root (the spec root). A JWKS
 // URL is fetched when a token of that issuer first needs it, and again when a token
 // names a key it does not hold — at most once per JWKSRefetchInterval per issuer.
-func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error) {
+func New(ctx context.Context, p *model.Principals, root fs.FS) (*Verifier, error) {
 	v := &Verifier{issuers: map[string]*issuer{}, local: map[string]runtime.Principal{}}
 	if p == nil {
 		return v, nil
@@ -97,12 +97,8 @@ func New(ctx context.Context, p *spec.Principals, root fs.FS) (*Verifier, error)
 	return v, nil
 }
 
-func principalOf(sp *spec.StaticPrincipal) runtime.Principal {
-	p := runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: []string{}}
-	for _, s := range sp.Scopes {
-		p.Scopes = append(p.Scopes, s.Name)
-	}
-	return p
+func principalOf(sp *model.StaticPrincipal) runtime.Principal {
+	return runtime.Principal{ID: sp.ID, Tenant: sp.Tenant, Scopes: append([]string{}, sp.Scopes...)}
 }
 
 func readPublicKey(root fs.FS, name string) (crypto.PublicKey, error) {
@@ -236,7 +232,7 @@ func (is *issuer) principal(claims map[string]any) (runtime.Principal, error) {
 			return runtime.Principal{}, fmt.Errorf("the token's %q claim names a tenant issuer %s does not speak for", is.conf.TenantClaim, is.conf.Name)
 		}
 	}
-	p := runtime.Principal{ID: spec.TokenPrincipalID(is.conf.Name, sub), Tenant: tenant, Scopes: []string{}, Claims: map[string]string{}}
+	p := runtime.Principal{ID: model.TokenPrincipalID(is.conf.Name, sub), Tenant: tenant, Scopes: []string{}, Claims: map[string]string{}}
 	for k, v := range claims { // for arguments bound to principal.claims.NAME
 		if s, ok := v.(string); ok {
 			p.Claims[k] = s
@@ -252,7 +248,7 @@ func (is *issuer) principal(claims map[string]any) (runtime.Principal, error) {
 			}
 		}
 	}
-	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
+	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == model.UnclassifiedScope })
 	return p, nil
 }
 

@@ -102,7 +102,7 @@ issuers:
 
 func newVerifier(t testing.TB, is *testIssuer) *identity.Verifier {
 	t.Helper()
-	v, err := identity.New(context.Background(), principalsFile(t), fstest.MapFS{"keys/login.pem": {Data: is.pubPEM}})
+	v, err := identity.New(context.Background(), principalsFile(t).Model(), fstest.MapFS{"keys/login.pem": {Data: is.pubPEM}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestVerifyWithJWKS(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	v, err := identity.New(context.Background(), p, nil)
+	v, err := identity.New(context.Background(), p.Model(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ issuers:
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	v, err := identity.New(context.Background(), p, fstest.MapFS{"keys/acme.pem": {Data: acme.pubPEM}, "keys/beta.pem": {Data: beta.pubPEM}})
+	v, err := identity.New(context.Background(), p.Model(), fstest.MapFS{"keys/acme.pem": {Data: acme.pubPEM}, "keys/beta.pem": {Data: beta.pubPEM}})
 	if err != nil {
 		t.Fatal(err)
 	}

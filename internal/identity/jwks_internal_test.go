@@ -81,7 +81,7 @@ func TestJWKS_RefetchRateLimitedPerIssuer(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	v, err := New(context.Background(), p, nil)
+	v, err := New(context.Background(), p.Model(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

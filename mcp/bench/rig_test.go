@@ -22,10 +22,10 @@ import (
 	"github.com/toolgen/toolgen/mcp/bench/internal/lookup"
 	"github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
-	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/tools"
 )
 
@@ -100,12 +100,12 @@ func newRig(tb testing.TB) *rig {
 		tb.Fatal(err)
 	}
 	u, err := upstream.Connect(ctx, upstream.Options{
-		Server: &spec.Server{
+		Server: &model.Server{
 			File: "servers/" + serverID + ".yaml", ServerID: serverID, ConfiguredBy: "operator",
-			HTTP:       &spec.HTTPTransport{URL: upstreamURL},
-			SideEffect: "read", Idempotency: "idempotent", Risk: "low",
-			RequiredScopes: []spec.Ref{{Name: "mcp." + serverID}},
-			Resources:      "hide", Prompts: "hide",
+			HTTP: &model.HTTPTransport{URL: upstreamURL},
+			Classification: model.Classification{SideEffect: "read", Idempotency: "idempotent", Risk: "low",
+				RequiredScopes: []string{"mcp." + serverID}},
+			Resources: "hide", Prompts: "hide",
 		},
 		Registry: reg, Store: st, HTTPClient: adapterHTTPClient(tb),
 	})

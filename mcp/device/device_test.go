@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgen/toolgen/mcp/device"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
@@ -35,15 +36,15 @@ func digest(token string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// deviceFile loads a devices/ID.yaml through the spec loader.
-func deviceFile(t *testing.T, id, token, classification, extra string) *spec.Device {
+// deviceFile loads a devices/ID.yaml through the spec loader, into the run-time model.
+func deviceFile(t *testing.T, id, token, classification, extra string) *model.Device {
 	t.Helper()
 	doc := fmt.Sprintf("device_id: %s\ntenant: acme\ntoken_sha256: %s\nclassification: %s\n%s", id, digest(token), classification, extra)
 	d, diags := spec.LoadDevice("devices/"+id+".yaml", "devices/"+id+".yaml", []byte(doc))
 	if len(diags) > 0 || d == nil {
 		t.Fatalf("device file: %v", diags)
 	}
-	return d
+	return d.Model()
 }
 
 // rig is a gateway on an httptest server, with a registry, a SQLite store and a pipeline.
@@ -71,7 +72,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.gw, err = device.NewGateway(device.Options{Registry: r.reg, Store: st, Devices: []*spec.Device{
+	r.gw, err = device.NewGateway(device.Options{Registry: r.reg, Store: st, Devices: []*model.Device{
 		deviceFile(t, "lab", labToken, "{side_effect: read, risk: low, idempotency: idempotent, required_scopes: [device.lab]}", "allow_tools: [echo, hang, slow_echo]\n"),
 		deviceFile(t, "writer", writerToken, "{side_effect: write, risk: low, idempotency: non_idempotent, required_scopes: [device.writer]}", ""),
 	}})

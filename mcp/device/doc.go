@@ -59,6 +59,7 @@
 // remote address, the claimed id bounded to 64 bytes). The event stream gets
 // device_connected and device_disconnected events (the device id, nothing it said).
 //
-// device imports mcp/upstream, runtime, runtime/store (the interface) and spec. It must
-// never import a store driver, the MCP server package, cmd or codegen.
+// device imports mcp/upstream, runtime, runtime/store (the interface) and model (the
+// device files, which spec produces). It must never import spec, a store driver, the MCP
+// server package, cmd or codegen.
 package device

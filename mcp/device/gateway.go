@@ -21,9 +21,9 @@ import (
 
 	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // The handshake.
@@ -54,8 +54,8 @@ const (
 
 // Options configures a Gateway.
 type Options struct {
-	// Devices are the operator's device files (spec.Tree.Devices).
-	Devices []*spec.Device
+	// Devices are the operator's device files (model.Tree.Devices, which spec produces).
+	Devices []*model.Device
 	// Registry receives the devices' tools as device.{id}.{name}. Required.
 	Registry *runtime.Registry
 	// Store records the catalog history and the audit entries. Required.
@@ -86,7 +86,7 @@ type Options struct {
 type Gateway struct {
 	opts    Options
 	log     *slog.Logger
-	devices map[string]*spec.Device
+	devices map[string]*model.Device
 
 	refusals *refusals
 
@@ -113,7 +113,7 @@ func NewGateway(opts Options) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{opts: opts, log: log, devices: map[string]*spec.Device{}, state: map[string]*deviceState{}}
+	g := &Gateway{opts: opts, log: log, devices: map[string]*model.Device{}, state: map[string]*deviceState{}}
 	g.refusals = newRefusals(opts.RefusalWindow, opts.RefusalBurst, func(ctx context.Context, id string, detail map[string]any) {
 		g.audit(ctx, AuditRefused, id, detail)
 		g.log.Warn("device refusals counted, not audited one by one", "reason", detail["reason"], "device_id", id, "count", detail["count"])
@@ -215,7 +215,7 @@ func (g *Gateway) admitRefusal(ctx context.Context, claimed, reason, remote stri
 
 // connect runs the adapter over the upgraded connection: the first connection of the
 // device connects it, a later one reconnects the same adapter.
-func (g *Gateway) connect(ctx context.Context, d *spec.Device, t mcp.Transport, remote string) error {
+func (g *Gateway) connect(ctx context.Context, d *model.Device, t mcp.Transport, remote string) error {
 	g.mu.Lock()
 	st := g.state[d.DeviceID]
 	up := st.up
@@ -323,7 +323,7 @@ func (g *Gateway) Close() error {
 // presented token is hashed and compared with the file's digest in constant time; an
 // unknown id is compared against a digest too, so the time taken does not tell whether
 // the id exists.
-func (g *Gateway) authenticate(id, authorization string) (*spec.Device, string) {
+func (g *Gateway) authenticate(id, authorization string) (*model.Device, string) {
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok {
 		token = ""
@@ -359,7 +359,7 @@ func (e *outsideError) Error() string {
 
 // checkTools is the adapter's CheckTools for device d: refuse a name into another
 // namespace, drop what allow_tools does not allow.
-func (g *Gateway) checkTools(d *spec.Device) func(context.Context, []*mcp.Tool) ([]*mcp.Tool, error) {
+func (g *Gateway) checkTools(d *model.Device) func(context.Context, []*mcp.Tool) ([]*mcp.Tool, error) {
 	return func(_ context.Context, tools []*mcp.Tool) ([]*mcp.Tool, error) {
 		domains := g.domains()
 		var keep []*mcp.Tool

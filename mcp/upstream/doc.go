@@ -104,7 +104,8 @@
 // with the file's risk and scopes. Close withdraws every tool of the server (pinned
 // sessions get tool_withdrawn) without recording history: the catalog did not change.
 //
-// upstream imports runtime, runtime/store (the interface only), spec, internal/names and
-// internal/relay. It must never import a store driver, codegen, cmd or the MCP server
-// package: the host wires the store and the serving side.
+// upstream imports runtime, runtime/store (the interface only), model (the server
+// classification it is given), internal/names and internal/relay. It must never import
+// spec, a store driver, codegen, cmd or the MCP server package: the host loads the specs
+// and wires the store and the serving side.
 package upstream

@@ -8,10 +8,11 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"syscall"
 	"time"
 
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/model"
 )
 
 // ErrEgressRefused is wrapped by every refusal of the egress guard (MCP-4).
@@ -47,16 +48,10 @@ type Egress struct {
 	DialTimeout time.Duration
 }
 
-// NewEgress returns a guard over a loaded policy's egress.allow list (nil policy: nothing
-// is allowed).
-func NewEgress(p *spec.Policy) *Egress {
-	e := &Egress{}
-	if p != nil {
-		for _, r := range p.EgressAllow {
-			e.Allow = append(e.Allow, r.Name)
-		}
-	}
-	return e
+// NewEgress returns a guard over policy.yaml's egress.allow host patterns
+// (model.Tree.EgressAllow; nil: nothing is allowed).
+func NewEgress(allow []string) *Egress {
+	return &Egress{Allow: slices.Clone(allow)}
 }
 
 // CheckURL checks a tenant server URL before anything is dialed.
@@ -80,11 +75,7 @@ func (e *Egress) CheckURL(raw string) error {
 			return fmt.Errorf("%w: url %q: %v", ErrEgressRefused, raw, err)
 		}
 	}
-	refs := make([]spec.Ref, len(e.Allow))
-	for i, a := range e.Allow {
-		refs[i] = spec.Ref{Name: a}
-	}
-	if !spec.HostAllowed(host, refs) {
+	if !model.HostAllowed(host, e.Allow) {
 		return fmt.Errorf("%w: host %q of url %q is not on the egress allowlist (policy.yaml egress.allow)", ErrEgressRefused, host, raw)
 	}
 	return nil

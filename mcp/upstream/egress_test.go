@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 func TestCheckAddr(t *testing.T) {
@@ -81,10 +81,10 @@ func TestEgressCheckURL(t *testing.T) {
 }
 
 // tenantServer is a tenant classification pointing at url.
-func tenantServer(url string) *spec.Server {
+func tenantServer(url string) *model.Server {
 	s := server("tickets", "write", "non_idempotent", "low", "tickets.write")
 	s.ConfiguredBy = "tenant"
-	s.HTTP = &spec.HTTPTransport{URL: url}
+	s.HTTP = &model.HTTPTransport{URL: url}
 	return s
 }
 
@@ -97,10 +97,10 @@ func TestTenantRefusals(t *testing.T) {
 	egress := &upstream.Egress{Allow: []string{"127.0.0.1", "169.254.169.254", "10.0.0.1", "::ffff:127.0.0.1", "mcp.example.com"}}
 	stdio := server("tickets", "write", "non_idempotent", "low")
 	stdio.ConfiguredBy = "tenant"
-	stdio.Stdio = &spec.StdioTransport{Command: "/bin/sh", Args: []string{"-c", "echo pwned"}}
+	stdio.Stdio = &model.StdioTransport{Command: "/bin/sh", Args: []string{"-c", "echo pwned"}}
 	for _, c := range []struct {
 		name string
-		srv  *spec.Server
+		srv  *model.Server
 		want string
 	}{
 		{"stdio", stdio, "cannot use stdio"},

@@ -16,8 +16,8 @@ import (
 
 	"github.com/toolgen/toolgen/internal/mcppeers"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // pids records the stdio servers the adapter started.
@@ -62,7 +62,7 @@ func TestEverything_StdioKilled(t *testing.T) {
 	node, entry := mcppeers.Everything(t)
 	e := newEnv(t)
 	s := everythingServer()
-	s.Stdio = &spec.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
+	s.Stdio = &model.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
 	w := &wire{}
 	started := &pids{}
 	clk := newStepClock()
@@ -150,7 +150,7 @@ func TestEverything_HTTPRestarted(t *testing.T) {
 	stop := everythingHTTP(t, node, entry, port)
 	e := newEnv(t)
 	s := everythingServer()
-	s.HTTP = &spec.HTTPTransport{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	s.HTTP = &model.HTTPTransport{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
 	clk := newStepClock()
 	opts := upstream.Options{Server: s, Registry: e.reg, Store: e.store, Logger: testLogger(t),
 		HTTPClient: &http.Client{}, RefreshDebounce: 20 * time.Millisecond}

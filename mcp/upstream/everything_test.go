@@ -17,13 +17,13 @@ import (
 
 	"github.com/toolgen/toolgen/internal/mcppeers"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // everythingServer is an operator classification of server-everything (like
 // servers/everything.yaml) that exposes resources and prompts.
-func everythingServer() *spec.Server {
+func everythingServer() *model.Server {
 	s := server("everything", "read", "idempotent", "low", "mcp.everything")
 	s.Resources, s.Prompts = "expose", "expose"
 	return s
@@ -34,7 +34,7 @@ func TestEverything_Stdio(t *testing.T) {
 	node, entry := mcppeers.Everything(t)
 	e := newEnv(t)
 	s := everythingServer()
-	s.Stdio = &spec.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
+	s.Stdio = &model.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
 	w := &wire{}
 	opts := upstream.Options{Server: s, Registry: e.reg, Store: e.store, Logger: testLogger(t), RefreshDebounce: 20 * time.Millisecond}
 	upstream.SetStdioTap(&opts, w)
@@ -75,7 +75,7 @@ func TestEverything_HTTP(t *testing.T) {
 
 	e := newEnv(t)
 	s := everythingServer()
-	s.HTTP = &spec.HTTPTransport{URL: "http://" + addr + "/mcp"}
+	s.HTTP = &model.HTTPTransport{URL: "http://" + addr + "/mcp"}
 	rec := &recorder{next: http.DefaultTransport}
 	opts := upstream.Options{Server: s, Registry: e.reg, Store: e.store, Logger: testLogger(t),
 		HTTPClient: &http.Client{Transport: rec}, RefreshDebounce: 20 * time.Millisecond}

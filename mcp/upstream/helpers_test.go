@@ -15,10 +15,11 @@ import (
 
 	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // env is a registry, a real SQLite store, a filesystem artifact writer and a pipeline
@@ -135,20 +136,17 @@ func resultText(t *testing.T, o runtime.Outcome) string {
 }
 
 // server is a classification file for tests.
-func server(id string, se, idem, risk string, scopes ...string) *spec.Server {
-	s := &spec.Server{
+func server(id string, se, idem, risk string, scopes ...string) *model.Server {
+	return &model.Server{
 		File: "servers/" + id + ".yaml", ServerID: id, ConfiguredBy: "operator",
-		SideEffect: se, Idempotency: idem, Risk: risk, Resources: "hide", Prompts: "hide",
+		Classification: model.Classification{SideEffect: vocab.SideEffect(se), Idempotency: vocab.Idempotency(idem), Risk: vocab.Risk(risk), RequiredScopes: scopes},
+		Resources:      "hide", Prompts: "hide",
 	}
-	for _, sc := range scopes {
-		s.RequiredScopes = append(s.RequiredScopes, spec.Ref{Name: sc})
-	}
-	return s
 }
 
 // connectHostile connects an in-process hostile server as serverID with the given
 // classification, speaking version ("" is the adapter's default, 2025-11-25).
-func connectHostile(t *testing.T, e *env, h *hostile.Server, srv *spec.Server, version string, tweak ...func(*upstream.Options)) *upstream.Upstream {
+func connectHostile(t *testing.T, e *env, h *hostile.Server, srv *model.Server, version string, tweak ...func(*upstream.Options)) *upstream.Upstream {
 	t.Helper()
 	ct, st := hostile.Pipes()
 	ss, err := h.MCP().Connect(e.ctx, st, nil)
@@ -173,14 +171,14 @@ func connectHostile(t *testing.T, e *env, h *hostile.Server, srv *spec.Server, v
 
 // hostileStdio is the classification of the hostile server run as a subprocess of the
 // test binary (see TestMain).
-func hostileStdio(t *testing.T, id string, se, idem, risk string) *spec.Server {
+func hostileStdio(t *testing.T, id string, se, idem, risk string) *model.Server {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := server(id, se, idem, risk, "mcp.hostile")
-	s.Stdio = &spec.StdioTransport{Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{hostileEnv: "1"}}
+	s.Stdio = &model.StdioTransport{Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{hostileEnv: "1"}}
 	return s
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgen/toolgen/mcp/upstream"
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/model"
 )
 
 // TestHTTPResponseBounded: the go-sdk reads a JSON response body whole, without a bound;
@@ -22,7 +22,7 @@ func TestHTTPResponseBounded(t *testing.T) {
 	defer ts.Close()
 	e := newEnv(t)
 	s := server("bloated", "read", "idempotent", "low")
-	s.HTTP = &spec.HTTPTransport{URL: ts.URL + "/mcp"}
+	s.HTTP = &model.HTTPTransport{URL: ts.URL + "/mcp"}
 	_, err := upstream.Connect(e.ctx, upstream.Options{Server: s, Registry: e.reg, Store: e.store, MaxMessageBytes: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), "maximum message size") {
 		t.Fatalf("Connect to a server with a 2 MiB answer and a 1 MiB bound = %v", err)

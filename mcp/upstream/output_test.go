@@ -16,7 +16,7 @@ import (
 	"github.com/toolgen/toolgen/internal/mcppeers"
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/mcp/upstream"
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/model"
 )
 
 // An upstream tool's own outputSchema through the gateway (issue 15, point 8):
@@ -68,7 +68,7 @@ func TestEverything_OutputSchemaHonoured(t *testing.T) {
 	for _, id := range []string{"everything", "everything_small"} {
 		s := everythingServer()
 		s.ServerID, s.File = id, "servers/"+id+".yaml"
-		s.Stdio = &spec.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
+		s.Stdio = &model.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
 		opts := upstream.Options{Server: s, Registry: e.reg, Store: e.store, Logger: testLogger(t), RefreshDebounce: 20 * time.Millisecond}
 		if id == "everything_small" {
 			opts.OutputMaxBytes = 64 // its result is excerpted: the structured value goes to an artifact

@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolgen/toolgen/internal/hostile"
 	"github.com/toolgen/toolgen/mcp/upstream"
-	"github.com/toolgen/toolgen/spec"
+	"github.com/toolgen/toolgen/model"
 )
 
 // TestAttack14_16_HTTPSToHTTPRedirectRefused (issue 14, finding 16): an https server
@@ -69,7 +69,7 @@ func TestAttack14_16_HTTPSToHTTPRedirectRefused(t *testing.T) {
 	t.Run("operator server", func(t *testing.T) {
 		env := newEnv(t)
 		s := server("downgrade", "read", "idempotent", "low")
-		s.HTTP = &spec.HTTPTransport{URL: downgrade.URL + "/mcp"}
+		s.HTTP = &model.HTTPTransport{URL: downgrade.URL + "/mcp"}
 		_, err := upstream.Connect(env.ctx, upstream.Options{Server: s, Registry: env.reg, Store: env.store,
 			HTTPClient: downgrade.Client(), Logger: testLogger(t)})
 		if err == nil || !strings.Contains(err.Error(), upstream.ErrRedirectDowngrade.Error()) {
@@ -91,7 +91,7 @@ func TestAttack14_16_HTTPSToHTTPRedirectRefused(t *testing.T) {
 		defer moved.Close()
 		env := newEnv(t)
 		s := server("moved", "read", "idempotent", "low")
-		s.HTTP = &spec.HTTPTransport{URL: moved.URL + "/mcp"}
+		s.HTTP = &model.HTTPTransport{URL: moved.URL + "/mcp"}
 		// One client that trusts both test certificates (they share httptest's).
 		u, err := upstream.Connect(env.ctx, upstream.Options{Server: s, Registry: env.reg, Store: env.store,
 			HTTPClient: moved.Client(), Logger: testLogger(t)})

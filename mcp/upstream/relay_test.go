@@ -16,8 +16,8 @@ import (
 	"github.com/toolgen/toolgen/internal/mcppeers"
 	mcpserver "github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/mcp/upstream"
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // Relaying upstream notifications through the gateway (issue 15, point 3): a go-sdk
@@ -109,11 +109,11 @@ func TestEverything_RelayProgressAndLogs(t *testing.T) {
 			opts := upstream.Options{Server: s, Registry: e.reg, Store: e.store, Logger: testLogger(t),
 				RefreshDebounce: 20 * time.Millisecond, LogLevel: "debug"}
 			if transport == "stdio" {
-				s.Stdio = &spec.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
+				s.Stdio = &model.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
 			} else {
 				port := freePort(t)
 				everythingHTTP(t, node, entry, port)
-				s.HTTP = &spec.HTTPTransport{URL: "http://127.0.0.1:" + itoa(port) + "/mcp"}
+				s.HTTP = &model.HTTPTransport{URL: "http://127.0.0.1:" + itoa(port) + "/mcp"}
 			}
 			u, err := upstream.Connect(e.ctx, opts)
 			if err != nil {

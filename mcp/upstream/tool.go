@@ -42,16 +42,14 @@ func (u *Upstream) classification() (runtime.SideEffect, runtime.Idempotency, ru
 	s := u.opts.Server
 	se := runtime.SideEffectWrite
 	switch s.SideEffect {
-	case "none":
-		se = runtime.SideEffectNone
-	case "read":
-		se = runtime.SideEffectRead
+	case runtime.SideEffectNone, runtime.SideEffectRead:
+		se = s.SideEffect
 	}
 	idem := runtime.NonIdempotent
 	switch s.Idempotency {
-	case "idempotent":
+	case runtime.Idempotent:
 		idem = runtime.Idempotent
-	case "conditionally_idempotent":
+	case runtime.ConditionallyIdempotent:
 		// A server file has no idempotent_when: with no condition recorded, recovery
 		// treats the call as non-idempotent.
 		idem = runtime.ConditionallyIdempotent
@@ -61,17 +59,11 @@ func (u *Upstream) classification() (runtime.SideEffect, runtime.Idempotency, ru
 	}
 	risk := runtime.RiskCritical
 	switch s.Risk {
-	case "low":
-		risk = runtime.RiskLow
-	case "medium":
-		risk = runtime.RiskMedium
-	case "high":
-		risk = runtime.RiskHigh
+	case runtime.RiskLow, runtime.RiskMedium, runtime.RiskHigh:
+		risk = s.Risk
 	}
 	scopes := make([]string, 0, len(s.RequiredScopes))
-	for _, r := range s.RequiredScopes {
-		scopes = append(scopes, r.Name)
-	}
+	scopes = append(scopes, s.RequiredScopes...)
 	return se, idem, risk, scopes
 }
 

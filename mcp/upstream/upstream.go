@@ -14,9 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/model"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/spec"
 )
 
 // Protocol revisions this adapter speaks.
@@ -87,7 +87,7 @@ type Store interface {
 // Options configures one upstream server connection.
 type Options struct {
 	// Server is the operator's (or tenant's) classification file (SPEC-7). Required.
-	Server *spec.Server
+	Server *model.Server
 	// Registry receives the server's tools as mcp.{server_id}.{name}. Required.
 	Registry *runtime.Registry
 	// Store records catalog changes (mcp_catalog_history) and refusals (audit_log).

@@ -12,8 +12,9 @@
 // adapters) nor inside a generated wrapper's Prepare, which must leave no mark. This
 // suite, and the production flag of RT-13, carry it instead.
 //
-// [Run] (or [Check] for one case) drives the tool through a [Worker] over a temporary
-// SQLite store, once per property, each time on a fresh workspace prepared by the
+// [Run] (or [Check] for one case) drives the tool through a [Worker] over a new
+// database of the [NewDatabase] it is given (tooltestsqlite.TempFile: a temporary SQLite
+// file), once per property, each time on a fresh workspace prepared by the
 // case's Setup, and proves:
 //
 //   - nothing before the watermark: for a tool whose class needs one, the observed
@@ -36,7 +37,7 @@
 // Usage, in a tool's own _test.go:
 //
 //	func TestContract(t *testing.T) {
-//		tooltest.Run(t, gen.NewBillingCharge[chargePlan](charger{client: client}),
+//		tooltest.Run(t, tooltestsqlite.TempFile, gen.NewBillingCharge[chargePlan](charger{client: client}),
 //			tooltest.Case{
 //				Name:  "charge",
 //				Args:  `{"account": "a-1", "cents": 500}`,
@@ -62,18 +63,19 @@
 //
 // A [Worker] is River's rivertest.Worker for toolgen: the real machinery, one call at
 // a time, in a test. [NewWorker] registers the tool (and any [WorkerOptions].Tools)
-// in a real registry and builds a real runtime.Pipeline over a real store — a SQLite
-// file in a temporary directory by default, a fresh PostgreSQL schema with the sibling
-// package tooltestpg. [Worker.Call] makes one call with the options of the call
-// ([CallID], [InRun], [As], [ArgumentTrust], [ContextTrust], [LeaveHeld],
-// [SameCallAs], [ToolNamed]) and returns a [Result]: the outcome, the invocation row
+// in a real registry and builds a real runtime.Pipeline over a real store, the
+// [WorkerOptions].Database it is given — a SQLite file in a temporary directory with the
+// sibling package tooltestsqlite, a fresh PostgreSQL schema with tooltestpg.
+// [Worker.Call] makes one call with the options of the call ([CallID], [InRun], [As],
+// [ArgumentTrust], [ContextTrust], [LeaveHeld], [SameCallAs], [ToolNamed]) and returns a [Result]: the outcome, the invocation row
 // read back from the store, whether the tool ran and whether the call was held. A
 // held call is approved by another principal at its first look for a decision, or
 // left held ([LeaveHeld]) and ended at once, as a hold past its bound ends, with its
 // row PENDING: no test waits out a hold. [Worker.Reopen] is a second process over the
 // same database, for replays and retries across workers.
 //
-//	w := tooltest.NewWorker(t, gen.NewBillingCharge[chargePlan](charger{client: client}), tooltest.WorkerOptions{})
+//	w := tooltest.NewWorker(t, gen.NewBillingCharge[chargePlan](charger{client: client}),
+//		tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t)})
 //	first := w.Call(ctx, `{"account": "a-1", "cents": 500}`)
 //	// first.Outcome.Status == runtime.OutcomeSucceeded, first.Row.EffectSentAt != nil
 //	again := w.Reopen().Call(ctx, `{"cents": 500, "account": "a-1"}`, tooltest.SameCallAs(first))
@@ -96,9 +98,9 @@
 //
 // # Imports
 //
-// tooltest is imported only by tests (files ending in _test.go); a test of this
-// package fails if any other file of the module imports it or tooltestpg. Production
-// code must never import it: it imports testing and a store driver (runtime/store/sqlite),
-// and it builds pipelines that approve held calls on their own. It does not link the
-// PostgreSQL driver: only a test that imports tooltestpg does.
+// tooltest is imported only by tests (files ending in _test.go); the module's
+// architecture test fails if any other file of the module imports it, tooltestsqlite
+// or tooltestpg. Production code must never import it: it imports testing, and it
+// builds pipelines that approve held calls on their own. It links no store driver: a
+// test that imports tooltestsqlite gets SQLite, one that imports tooltestpg PostgreSQL.
 package tooltest

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgen/toolgen/gen"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/tooltest"
+	"github.com/toolgen/toolgen/runtime/tooltest/tooltestsqlite"
 )
 
 // notes is an author's implementation behind a generated wrapper: Prepare only looks,
@@ -39,7 +40,7 @@ func ExampleWorker() {
 	defer t.cleanup()
 	ctx := context.Background()
 
-	w := tooltest.NewWorker(t, gen.NewWorkspaceWriteText[notePlan](notes{}), tooltest.WorkerOptions{})
+	w := tooltest.NewWorker(t, gen.NewWorkspaceWriteText[notePlan](notes{}), tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t)})
 	first := w.Call(ctx, `{"path": "todo.txt", "text": "ship it\n"}`)
 	fmt.Println(first.Outcome.Status, first.Executed, first.Row.Status, first.Row.EffectSentAt != nil)
 

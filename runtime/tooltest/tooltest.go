@@ -69,8 +69,10 @@ type Env struct {
 	Target string
 }
 
-// Run checks every case against tool, one subtest per case (see [Check]).
-func Run(t *testing.T, tool runtime.Tool, cases ...Case) {
+// Run checks every case against tool, one subtest per case (see [Check]), each property
+// on a new database of db (tooltestsqlite.TempFile: a SQLite file in a temporary
+// directory).
+func Run(t *testing.T, db NewDatabase, tool runtime.Tool, cases ...Case) {
 	t.Helper()
 	if tool == nil || tool.Spec() == nil {
 		t.Fatal("tooltest: Run needs a tool with a spec")
@@ -79,7 +81,7 @@ func Run(t *testing.T, tool runtime.Tool, cases ...Case) {
 		t.Fatalf("tooltest: %s: Run needs at least one case", tool.Spec().Name)
 	}
 	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) { Check(t, tool, c) })
+		t.Run(c.Name, func(t *testing.T) { Check(t, db, tool, c) })
 	}
 }
 
@@ -93,9 +95,12 @@ func Run(t *testing.T, tool runtime.Tool, cases ...Case) {
 //     executing, through this pipeline and through a second one over the same database;
 //  3. a failed watermark sends no effect (tools whose class needs a watermark): once with
 //     a store error, once with a lost lease.
-func Check(t TB, tool runtime.Tool, c Case) {
+func Check(t TB, db NewDatabase, tool runtime.Tool, c Case) {
 	t.Helper()
-	s := &suite{t: t, tool: tool, spec: tool.Spec(), c: c}
+	if db == nil {
+		t.Fatalf("tooltest: Check needs a NewDatabase: tooltestsqlite.TempFile for SQLite")
+	}
+	s := &suite{t: t, db: db, tool: tool, spec: tool.Spec(), c: c}
 	s.name = fmt.Sprintf("tooltest: %s, case %q", s.spec.Name, c.Name)
 	if c.Args != "" && !json.Valid([]byte(c.Args)) {
 		t.Fatalf("%s: Args is not valid JSON: %s", s.name, c.Args)
@@ -109,6 +114,7 @@ func Check(t TB, tool runtime.Tool, c Case) {
 
 type suite struct {
 	t    TB
+	db   NewDatabase
 	tool runtime.Tool
 	spec *runtime.ToolSpec
 	c    Case
@@ -160,6 +166,7 @@ func (s *suite) observe(env *Env) State {
 func (s *suite) newWorker(env *Env) *Worker {
 	s.t.Helper()
 	return NewWorker(s.t, s.tool, WorkerOptions{
+		Database:  s.db(s.t),
 		Principal: env.Principal, Approver: runtime.Principal{ID: DefaultApprover},
 		Workspace: env.Workspace, Credentials: env.Credentials, Target: env.Target,
 	})

@@ -53,7 +53,7 @@ func checkWith(t *testing.T, tool runtime.Tool, c Case) *recorder {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Check(r, tool, c)
+		Check(r, tempSQLite, tool, c)
 	}()
 	<-done
 	if r.fatal != "" {
@@ -138,7 +138,7 @@ func TestCheck_MarkThenWritePasses(t *testing.T) {
 	c := Case{Name: "send", Args: demoArgs, Setup: tool.wire}
 	checkWith(t, tool, c).wantClean(t)
 	// And through Run with a real *testing.T, as an author uses it.
-	Run(t, tool, c)
+	Run(t, tempSQLite, tool, c)
 }
 
 func TestCheck_WriteBeforeMarkIsReported(t *testing.T) {
@@ -335,7 +335,7 @@ func TestCheckReplay_ReportsAReexecution(t *testing.T) {
 		return ok()
 	})
 	r := &recorder{t: t}
-	s := &suite{t: r, tool: tool, spec: tool.Spec(), c: Case{Name: "send", Args: demoArgs, Setup: tool.wire}, name: "demo.send"}
+	s := &suite{t: r, db: tempSQLite, tool: tool, spec: tool.Spec(), c: Case{Name: "send", Args: demoArgs, Setup: tool.wire}, name: "demo.send"}
 	env := s.newEnv()
 	first := s.call(s.newWorker(env), demoArgs).Outcome
 	after := s.observe(env)
@@ -355,7 +355,7 @@ func TestPipeline_FlagsMissingWatermarkOnTheRow(t *testing.T) {
 	tool := newDemo("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent, func(d *demoTool, ctx context.Context, tc *runtime.ExecContext) (runtime.ToolResult, error) {
 		return ok()
 	})
-	w := NewWorker(t, tool, WorkerOptions{})
+	w := NewWorker(t, tool, WorkerOptions{Database: tempSQLite(t)})
 	r := w.Call(context.Background(), `{}`)
 	if o := r.Outcome; o.Status != runtime.OutcomeSucceeded {
 		t.Fatalf("outcome %s/%s", o.Status, o.ReasonCode)
@@ -567,7 +567,7 @@ func TestWorker_ApproverWhoIsTheCallerFailsTheTest(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w := NewWorker(r, tool, WorkerOptions{Approver: runtime.Principal{ID: DefaultCaller}})
+		w := NewWorker(r, tool, WorkerOptions{Database: tempSQLite(r), Approver: runtime.Principal{ID: DefaultCaller}})
 		w.Call(context.Background(), `{}`)
 	}()
 	<-done

@@ -12,7 +12,6 @@ import (
 	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
-	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
 // The identity a Worker's calls carry unless told otherwise.
@@ -32,22 +31,17 @@ type Database interface {
 	Open(ctx context.Context) (store.Store, error)
 }
 
-// SQLite is the database in the SQLite file at path (created if missing), the
-// embedded store of runtime/store/sqlite. A Worker's default is a new file in a
-// temporary directory; name one yourself to look at it with other tools afterwards.
-// For PostgreSQL see the sibling package tooltestpg.
-func SQLite(path string) Database { return sqliteDatabase(path) }
-
-type sqliteDatabase string
-
-func (d sqliteDatabase) Open(ctx context.Context) (store.Store, error) {
-	return sqlite.Open(ctx, string(d))
-}
+// NewDatabase makes a new, empty database for t: the contract suite ([Run], [Check])
+// makes one for each property it checks. tooltestsqlite.TempFile is a new SQLite file
+// in a temporary directory of t.
+type NewDatabase func(t TB) Database
 
 // WorkerOptions configures a [Worker]. The zero value is a working configuration.
 type WorkerOptions struct {
-	// Database holds the invocations. nil: a new SQLite file in a temporary directory
-	// ([SQLite]); tooltestpg.Database(t, dsn) for a fresh PostgreSQL schema.
+	// Database holds the invocations. Required: tooltestsqlite.TempFile(t) for a new
+	// SQLite file in a temporary directory, tooltestpg.NewSchema(t, dsn) for a fresh
+	// PostgreSQL schema. tooltest links no store driver of its own: the test that
+	// imports one of those packages asks for it.
 	Database Database
 	// Tools are registered beside the tool under test, in the same registry, on the
 	// same pipeline and store: for a test whose calls use several tools (write a file,
@@ -107,7 +101,7 @@ func NewWorker(t TB, tool runtime.Tool, opts WorkerOptions) *Worker {
 	}
 	all := append([]runtime.Tool{tool}, opts.Tools...)
 	if opts.Database == nil {
-		opts.Database = SQLite(filepath.Join(t.TempDir(), "toolgen.db"))
+		t.Fatalf("tooltest: NewWorker needs WorkerOptions.Database: tooltestsqlite.TempFile(t) for SQLite, tooltestpg.NewSchema(t, dsn) for PostgreSQL")
 	}
 	if opts.Workspace == "" {
 		opts.Workspace = t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/tooltest"
+	"github.com/toolgen/toolgen/runtime/tooltest/tooltestsqlite"
 	"github.com/toolgen/toolgen/tools"
 )
 
@@ -60,7 +61,7 @@ func wantOutcome(t *testing.T, r tooltest.Result, status runtime.OutcomeStatus, 
 func TestWorker_CallRunsTheToolAndReadsItsRowBack(t *testing.T) {
 	ctx := context.Background()
 	send := newSend("demo.send", runtime.RiskLow)
-	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Credentials: map[string]string{"api_key": "k-1"}, Target: "prod"})
+	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Credentials: map[string]string{"api_key": "k-1"}, Target: "prod"})
 	r := w.Call(ctx, `{"n": 1}`)
 	wantOutcome(t, r, runtime.OutcomeSucceeded, "")
 	if !r.Executed || r.Held || r.Outcome.Replayed {
@@ -97,7 +98,7 @@ func TestWorker_CallRunsTheToolAndReadsItsRowBack(t *testing.T) {
 func TestWorker_SameCallReplaysThroughThisAndAReopenedWorker(t *testing.T) {
 	ctx := context.Background()
 	send := newSend("demo.send", runtime.RiskLow)
-	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Credentials: map[string]string{"api_key": "k"}})
+	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Credentials: map[string]string{"api_key": "k"}})
 	first := w.Call(ctx, `{"n": 2}`, tooltest.InRun("run-9", 3), tooltest.CallID("c-7"))
 	wantOutcome(t, first, runtime.OutcomeSucceeded, "")
 	if inv := first.Row; inv.RunID != "run-9" || inv.Step != 3 || inv.CallID != "c-7" {
@@ -122,7 +123,7 @@ func TestWorker_SameCallReplaysThroughThisAndAReopenedWorker(t *testing.T) {
 func TestWorker_HeldCallIsApprovedByAnotherPrincipal(t *testing.T) {
 	ctx := context.Background()
 	deploy := newSend("demo.deploy", runtime.RiskCritical) // always held (POL-1)
-	w := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Credentials: map[string]string{"api_key": "k"}})
+	w := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Credentials: map[string]string{"api_key": "k"}})
 	r := w.Call(ctx, `{}`)
 	wantOutcome(t, r, runtime.OutcomeSucceeded, "")
 	if !r.Held || !r.Executed || r.Row.Status != store.StatusSucceeded || r.Row.Decision != runtime.VerdictNeedsApproval {
@@ -140,7 +141,7 @@ func TestWorker_HeldCallIsApprovedByAnotherPrincipal(t *testing.T) {
 func TestWorker_LeaveHeldThenDecide(t *testing.T) {
 	ctx := context.Background()
 	deploy := newSend("demo.deploy", runtime.RiskCritical)
-	w := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Credentials: map[string]string{"api_key": "k"}})
+	w := tooltest.NewWorker(t, deploy, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Credentials: map[string]string{"api_key": "k"}})
 	bob := runtime.Principal{ID: "bob", Tenant: tooltest.DefaultTenant}
 	for _, approve := range []bool{true, false} {
 		held := w.Call(ctx, `{}`, tooltest.LeaveHeld())
@@ -174,7 +175,7 @@ func TestWorker_LeaveHeldThenDecide(t *testing.T) {
 func TestWorker_CallerAndTrustOptions(t *testing.T) {
 	ctx := context.Background()
 	send := newSend("demo.send", runtime.RiskMedium)
-	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Credentials: map[string]string{"api_key": "k"}})
+	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Credentials: map[string]string{"api_key": "k"}})
 
 	mallory := runtime.Principal{ID: "mallory"} // no scopes, no tenant
 	r := w.Call(ctx, `{}`, tooltest.As(mallory))
@@ -205,7 +206,7 @@ func builtin(t *testing.T, name string) runtime.Tool {
 func TestWorker_SeveralToolsOnOneStore(t *testing.T) {
 	ctx := context.Background()
 	w := tooltest.NewWorker(t, builtin(t, "workspace.write_text"),
-		tooltest.WorkerOptions{Tools: []runtime.Tool{builtin(t, "workspace.read_text")}})
+		tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Tools: []runtime.Tool{builtin(t, "workspace.read_text")}})
 	wantOutcome(t, w.Call(ctx, `{"path": "a.txt", "text": "hello\n"}`), runtime.OutcomeSucceeded, "")
 	r := w.Call(ctx, `{"path": "a.txt"}`, tooltest.ToolNamed("workspace.read_text"))
 	wantOutcome(t, r, runtime.OutcomeSucceeded, "")
@@ -228,7 +229,7 @@ func TestWorker_SeveralToolsOnOneStore(t *testing.T) {
 // identity.whoami binds every argument from the caller (SPEC-4): the key is computed
 // over the filled arguments, and the Worker still finds the row.
 func TestWorker_BoundArgumentsRowIsFound(t *testing.T) {
-	w := tooltest.NewWorker(t, builtin(t, "identity.whoami"), tooltest.WorkerOptions{})
+	w := tooltest.NewWorker(t, builtin(t, "identity.whoami"), tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t)})
 	r := w.Call(context.Background(), `{}`)
 	wantOutcome(t, r, runtime.OutcomeSucceeded, "")
 	if r.Row == nil || !strings.Contains(string(r.Row.Args), tooltest.DefaultCaller) {
@@ -241,7 +242,7 @@ func TestWorker_BoundArgumentsRowIsFound(t *testing.T) {
 func TestWorker_ConcurrentCallsKeepTheirOwnResults(t *testing.T) {
 	ctx := context.Background()
 	send, deploy := newSend("demo.send", runtime.RiskLow), newSend("demo.deploy", runtime.RiskCritical)
-	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Tools: []runtime.Tool{deploy}, Credentials: map[string]string{"api_key": "k"}})
+	w := tooltest.NewWorker(t, send, tooltest.WorkerOptions{Database: tooltestsqlite.TempFile(t), Tools: []runtime.Tool{deploy}, Credentials: map[string]string{"api_key": "k"}})
 	const n = 8
 	results := make(chan tooltest.Result, n)
 	for i := range n {

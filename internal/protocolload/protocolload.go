@@ -1,4 +1,12 @@
-package protocol
+// Package protocolload loads a protocol from a spec root for the run time: the spec
+// package checks the whole root (WF-1/WF-2 depend on every tool spec and server
+// classification) and produces the protocol's run-time model, which package protocol
+// applies. A root with any finding is refused, and a WF-1 or WF-2 finding is recorded
+// in the audit log first (WF-5). It exists because protocol must not import spec.
+//
+// It imports spec, protocol and runtime/store (the audit entry) and nothing else of
+// this module.
+package protocolload
 
 import (
 	"context"
@@ -10,32 +18,16 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolgen/toolgen/protocol"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/spec"
 )
-
-// Audit entry kinds written by this package (WF-5).
-const (
-	KindWF1Violation    = "wf1_violation"
-	KindDispatchRequest = "dispatch_request"
-)
-
-// AuditLog is where the wf1_violation and dispatch_request entries go. store.Store
-// satisfies it.
-type AuditLog interface {
-	AuditAppend(ctx context.Context, e store.AuditEntry) (int64, error)
-}
-
-var _ AuditLog = store.Store(nil)
 
 // ErrRefused is matched (errors.Is) by every [RefusedError].
 var ErrRefused = errors.New("protocol refused")
 
 // ErrUnknownProtocol is returned when the spec root has no protocol of the requested name.
 var ErrUnknownProtocol = errors.New("unknown protocol")
-
-// ErrUnknownMode is returned when a pinned mode is not one of the protocol's modes.
-var ErrUnknownMode = errors.New("unknown mode")
 
 // RefusedError is a load that toolgen check would reject: the spec root has findings.
 type RefusedError struct {
@@ -57,8 +49,8 @@ func (e *RefusedError) Error() string {
 // Is makes errors.Is(err, ErrRefused) hold.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-// LoadOptions say which protocol to load and how to attribute a refusal.
-type LoadOptions struct {
+// Options say which protocol to load and how to attribute a refusal.
+type Options struct {
 	// Name is the protocol to load (protocols/<Name>.yaml). Required.
 	Name string
 	// PinnedMode is the mode the host will pin the server to (--mode), "" when it
@@ -66,7 +58,7 @@ type LoadOptions struct {
 	// recorded on a wf1_violation entry.
 	PinnedMode string
 	// Audit receives the wf1_violation entry of a refusal. Required.
-	Audit AuditLog
+	Audit protocol.AuditLog
 	// Tenant and Principal are recorded on the wf1_violation entry: whoever asked for
 	// the load ("" for the operator's host).
 	Tenant, Principal string
@@ -75,7 +67,7 @@ type LoadOptions struct {
 
 // LoadDir loads the protocol opts.Name from the spec root dir (the directory holding
 // tools/, servers/, protocols/ and policy.yaml), refusing it as [LoadFS] does.
-func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Protocol, error) {
+func LoadDir(ctx context.Context, dir string, opts Options) (*protocol.Protocol, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: load %s: %w", dir, err)
@@ -95,14 +87,17 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Protocol, erro
 // with those findings as its detail and, as its mode, opts.PinnedMode or else the
 // protocol's declared initial_mode (WF-5). If that append fails, the error joins the
 // refusal and the append failure.
-func LoadFS(ctx context.Context, fsys fs.FS, display string, opts LoadOptions) (*Protocol, error) {
+func LoadFS(ctx context.Context, fsys fs.FS, display string, opts Options) (*protocol.Protocol, error) {
 	if opts.Name == "" {
 		return nil, errors.New("protocol: load: no protocol name")
 	}
 	if opts.Audit == nil {
 		return nil, errors.New("protocol: load: no audit log for refusals")
 	}
-	log := logger(opts.Logger)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	tree, diags, err := spec.LoadFS(fsys, display)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: load %s: %w", display, err)
@@ -130,9 +125,9 @@ func LoadFS(ctx context.Context, fsys fs.FS, display string, opts LoadOptions) (
 	if sp == nil {
 		return nil, fmt.Errorf("protocol: load %s: %w %q (protocols/%s.yaml)", display, ErrUnknownProtocol, opts.Name, opts.Name)
 	}
-	p := fromSpec(sp)
+	p := protocol.FromModel(sp.Model())
 	if opts.PinnedMode != "" && !p.HasMode(opts.PinnedMode) {
-		return nil, fmt.Errorf("protocol: %s: pinned %w %q (modes: %s)", p.name, ErrUnknownMode, opts.PinnedMode, strings.Join(p.Modes(), ", "))
+		return nil, fmt.Errorf("protocol: %s: pinned %w %q (modes: %s)", p.Name(), protocol.ErrUnknownMode, opts.PinnedMode, strings.Join(p.Modes(), ", "))
 	}
 	return p, nil
 }
@@ -155,13 +150,13 @@ type wf1Detail struct {
 	Diagnostics spec.Diagnostics `json:"diagnostics"`
 }
 
-func appendWF1Violation(ctx context.Context, opts LoadOptions, mode string, wf spec.Diagnostics) error {
+func appendWF1Violation(ctx context.Context, opts Options, mode string, wf spec.Diagnostics) error {
 	detail, err := json.Marshal(wf1Detail{Protocol: opts.Name, Refused: true, Diagnostics: wf})
 	if err != nil {
 		return fmt.Errorf("protocol: encode wf1_violation: %w", err)
 	}
 	_, err = opts.Audit.AuditAppend(ctx, store.AuditEntry{
-		Tenant: opts.Tenant, Kind: KindWF1Violation, Principal: opts.Principal, Mode: mode, Detail: detail,
+		Tenant: opts.Tenant, Kind: protocol.KindWF1Violation, Principal: opts.Principal, Mode: mode, Detail: detail,
 	})
 	if err != nil {
 		return fmt.Errorf("protocol: audit wf1_violation: %w", err)
@@ -174,11 +169,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-func logger(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }

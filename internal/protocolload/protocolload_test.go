@@ -1,4 +1,4 @@
-package protocol_test
+package protocolload_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/toolgen/toolgen/internal/protocolload"
 	"github.com/toolgen/toolgen/protocol"
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/spec"
 )
 
 // repoRoot is the repository's spec root: tools/, servers/, protocols/, policy.yaml.
-const repoRoot = ".."
+const repoRoot = "../.."
 
 const shipped = "plan_implement_review"
 
@@ -95,7 +96,7 @@ modes:
 
 func TestLoad_ShippedProtocolLoads(t *testing.T) {
 	audit := &auditRecorder{}
-	p, err := protocol.LoadDir(t.Context(), repoRoot, protocol.LoadOptions{Name: shipped, Audit: audit})
+	p, err := protocolload.LoadDir(t.Context(), repoRoot, protocolload.Options{Name: shipped, Audit: audit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +114,11 @@ func TestLoad_ShippedProtocolLoads(t *testing.T) {
 func TestLoad_WF1Violation_RefusedAndAudited(t *testing.T) {
 	audit := &auditRecorder{}
 	fsys := specRoot(t, map[string]string{"self_approval": selfApproval})
-	p, err := protocol.LoadFS(t.Context(), fsys, "", protocol.LoadOptions{Name: "self_approval", Audit: audit, Tenant: "acme", Principal: "ops"})
-	if p != nil || !errors.Is(err, protocol.ErrRefused) {
+	p, err := protocolload.LoadFS(t.Context(), fsys, "", protocolload.Options{Name: "self_approval", Audit: audit, Tenant: "acme", Principal: "ops"})
+	if p != nil || !errors.Is(err, protocolload.ErrRefused) {
 		t.Fatalf("LoadFS = %v, %v; want refused", p, err)
 	}
-	var refused *protocol.RefusedError
+	var refused *protocolload.RefusedError
 	if !errors.As(err, &refused) {
 		t.Fatalf("error %T is not a *RefusedError", err)
 	}
@@ -159,8 +160,8 @@ func TestLoad_WF1Violation_RefusedAndAudited(t *testing.T) {
 func TestLoad_WF1Violation_PinnedServer_EntryRecordsPinnedMode(t *testing.T) {
 	audit := &auditRecorder{}
 	fsys := specRoot(t, map[string]string{"self_approval": selfApproval})
-	_, err := protocol.LoadFS(t.Context(), fsys, "", protocol.LoadOptions{Name: "self_approval", PinnedMode: "review", Audit: audit})
-	if !errors.Is(err, protocol.ErrRefused) {
+	_, err := protocolload.LoadFS(t.Context(), fsys, "", protocolload.Options{Name: "self_approval", PinnedMode: "review", Audit: audit})
+	if !errors.Is(err, protocolload.ErrRefused) {
 		t.Fatalf("err %v, want refused", err)
 	}
 	if entries := audit.all(); len(entries) != 1 || entries[0].Mode != "review" {
@@ -172,8 +173,8 @@ func TestLoad_WF1Violation_AuditFailure_ReportsBoth(t *testing.T) {
 	boom := errors.New("disk full")
 	audit := &auditRecorder{err: boom}
 	fsys := specRoot(t, map[string]string{"self_approval": selfApproval})
-	_, err := protocol.LoadFS(t.Context(), fsys, "", protocol.LoadOptions{Name: "self_approval", Audit: audit})
-	if !errors.Is(err, protocol.ErrRefused) || !errors.Is(err, boom) {
+	_, err := protocolload.LoadFS(t.Context(), fsys, "", protocolload.Options{Name: "self_approval", Audit: audit})
+	if !errors.Is(err, protocolload.ErrRefused) || !errors.Is(err, boom) {
 		t.Errorf("err %v, want the refusal and the audit failure", err)
 	}
 }
@@ -186,8 +187,8 @@ modes:
   only:
     tools: [workspace.read_txt]
 `})
-	_, err := protocol.LoadFS(t.Context(), fsys, "", protocol.LoadOptions{Name: "typo", Audit: audit})
-	if !errors.Is(err, protocol.ErrRefused) || !strings.Contains(err.Error(), "workspace.read_txt") {
+	_, err := protocolload.LoadFS(t.Context(), fsys, "", protocolload.Options{Name: "typo", Audit: audit})
+	if !errors.Is(err, protocolload.ErrRefused) || !strings.Contains(err.Error(), "workspace.read_txt") {
 		t.Fatalf("err %v, want refused naming the unknown tool", err)
 	}
 	if n := len(audit.all()); n != 0 {
@@ -197,11 +198,11 @@ modes:
 
 func TestLoad_UnknownProtocolOrPinnedMode(t *testing.T) {
 	audit := &auditRecorder{}
-	_, err := protocol.LoadDir(t.Context(), repoRoot, protocol.LoadOptions{Name: "nope", Audit: audit})
-	if !errors.Is(err, protocol.ErrUnknownProtocol) {
+	_, err := protocolload.LoadDir(t.Context(), repoRoot, protocolload.Options{Name: "nope", Audit: audit})
+	if !errors.Is(err, protocolload.ErrUnknownProtocol) {
 		t.Errorf("unknown protocol: %v", err)
 	}
-	_, err = protocol.LoadDir(t.Context(), repoRoot, protocol.LoadOptions{Name: shipped, PinnedMode: "deploy", Audit: audit})
+	_, err = protocolload.LoadDir(t.Context(), repoRoot, protocolload.Options{Name: shipped, PinnedMode: "deploy", Audit: audit})
 	if !errors.Is(err, protocol.ErrUnknownMode) {
 		t.Errorf("unknown pinned mode: %v", err)
 	}
