@@ -188,7 +188,12 @@ func (s *Server) callToolTask(ctx context.Context, req *mcp.CallToolRequest) (mc
 		default:
 		}
 	}()
+	// The call becomes a task as soon as it is held, or once it has both a row and run
+	// longer than TaskAfter — in either order: a row recorded after the timer fired is
+	// handed out at once (found by a test that hung when a loaded machine recorded the
+	// row late).
 	var inv *store.Invocation
+	long := false
 	after := time.NewTimer(s.opts.TaskAfter)
 	defer after.Stop()
 	for {
@@ -196,12 +201,14 @@ func (s *Server) callToolTask(ctx context.Context, req *mcp.CallToolRequest) (mc
 		case d := <-done:
 			return modernResult{s.finishCall(ctx, c, d.o, d.err)}, nil
 		case inv = <-recorded:
-			if inv.Status != store.StatusPending || inv.Decision != store.DecisionNeedsApproval {
+			held := inv.Status == store.StatusPending && inv.Decision == store.DecisionNeedsApproval
+			if !held && !long {
 				continue // running: a task once it runs long
 			}
 		case <-after.C:
+			long = true
 			if inv == nil {
-				continue // no row yet: answered when it ends
+				continue // no row yet: a task once it has one, or answered when it ends
 			}
 		case <-ctx.Done():
 			// The client left before it had a task: the call is cancelled as any
