@@ -905,18 +905,6 @@ type watermarkError struct{ err error }
 func (e *watermarkError) Error() string { return "record watermark: " + e.err.Error() }
 func (e *watermarkError) Unwrap() error { return e.err }
 
-// retrySafe reports whether re-executing the call after its watermark is safe: the
-// recovery rule of RT-4, applied to a call that failed in flight.
-func retrySafe(spec *ToolSpec, idemWhen *bool) bool {
-	switch spec.Idempotency {
-	case Idempotent:
-		return true
-	case ConditionallyIdempotent:
-		return idemWhen != nil && *idemWhen
-	}
-	return false
-}
-
 // stepShape is step 12: turn what the tool returned into the outcome — validate the
 // result, lower trust only, excerpt and artifactize large output, envelope untrusted
 // content. A failure after the watermark is recorded as such: it never pretends the
@@ -931,7 +919,7 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 			return NewOutcome(ReasonLeaseLost, c.CallID)
 		case errors.As(execErr, &wm):
 			return NewOutcome(ReasonWatermarkFailed, c.CallID)
-		case marked && !retrySafe(c.spec, c.idemWhen):
+		case marked && !c.spec.Idempotency.RetrySafeWhen(c.idemWhen):
 			// The effect may have been sent and a retry is not safe: a person decides.
 			return NewOutcome(ReasonEffectMayHaveHappened, c.CallID).WithExternalDetail(execErr.Error())
 		case unavailable && names.Reserved(c.spec.Name):
@@ -958,7 +946,7 @@ func (p *Pipeline) stepShape(ctx context.Context, c *call, res ToolResult, execE
 			case scriptReasonOK(c.spec, res.Failure.Code):
 				// SCR-1: how a script ended (a budget, a hold, its own error) is the reason.
 				reason, _ = scriptReason(c.spec, res.Failure.Code)
-			case res.Failure.Retryable && (!marked || retrySafe(c.spec, c.idemWhen)):
+			case res.Failure.Retryable && (!marked || c.spec.Idempotency.RetrySafeWhen(c.idemWhen)):
 				// A failure the tool calls retryable is reported so only when a retry is safe.
 				reason = ReasonToolFailureRetryable
 			}
@@ -1002,7 +990,7 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 	}
 	status := statusOf(o)
 	if o.Status != OutcomeSucceeded && o.Retryable && o.ReasonCode != ReasonLeaseLost &&
-		(!tc.EffectMarked() || retrySafe(c.spec, c.idemWhen)) {
+		(!tc.EffectMarked() || c.spec.Idempotency.RetrySafeWhen(c.idemWhen)) {
 		// A retryable outcome with no effect in doubt is not recorded as final: a
 		// retry with the same key runs the call again instead of replaying the failure.
 		if c.recordOnce {

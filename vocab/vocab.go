@@ -56,6 +56,15 @@ func (i Idempotency) NeedsWatermark() bool { return i != Idempotent }
 // alone does not say.
 func (i Idempotency) RetrySafe() bool { return i == Idempotent }
 
+// RetrySafeWhen is RT-4's rule for one call whose effect may have been sent: it may run
+// again without asking anyone when its class is idempotent, or conditionally_idempotent
+// and its idempotent_when held for its arguments (idempotentWhen true; nil: not
+// evaluated). Otherwise the sweep sends it to review (UNCERTAIN). The stores' sweep
+// statements say the same in SQL; runtime/store/storetest holds them to this function.
+func (i Idempotency) RetrySafeWhen(idempotentWhen *bool) bool {
+	return i == Idempotent || i == ConditionallyIdempotent && idempotentWhen != nil && *idempotentWhen
+}
+
 // Risk is a tool's risk level; policy uses it for approvals (POL-1).
 type Risk string
 

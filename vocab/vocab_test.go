@@ -85,3 +85,23 @@ func TestRetrySafeAndWatermark(t *testing.T) {
 		}
 	}
 }
+
+func TestRetrySafeWhen(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		i    Idempotency
+		when *bool
+		want bool
+	}{
+		{Idempotent, nil, true},
+		{ConditionallyIdempotent, &yes, true},
+		{ConditionallyIdempotent, &no, false},
+		{ConditionallyIdempotent, nil, false},
+		{NonIdempotent, &yes, false},
+		{"", &yes, false},
+	} {
+		if got := c.i.RetrySafeWhen(c.when); got != c.want {
+			t.Errorf("%q.RetrySafeWhen(%v) = %v, want %v", c.i, c.when, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // Status is an invocation's status. Suspension is not a status (RT-11): a suspended row
@@ -34,18 +36,19 @@ func (s Status) Terminal() bool {
 	return false
 }
 
-// Idempotency classes the sweep reads (the spec's idempotency field, recorded per row).
+// Idempotency classes the sweep reads (the spec's idempotency field, recorded per row):
+// vocab's stable strings, which the drivers' SQL spells too.
 const (
-	IdempotencyIdempotent              = "idempotent"
-	IdempotencyConditionallyIdempotent = "conditionally_idempotent"
-	IdempotencyNonIdempotent           = "non_idempotent"
+	IdempotencyIdempotent              = string(vocab.Idempotent)
+	IdempotencyConditionallyIdempotent = string(vocab.ConditionallyIdempotent)
+	IdempotencyNonIdempotent           = string(vocab.NonIdempotent)
 )
 
-// Decisions of step 6 (POL-1) that the store reads.
+// Decisions of step 6 (POL-1) that the store reads (vocab's).
 const (
-	DecisionAllow         = "allow"
-	DecisionDeny          = "deny"
-	DecisionNeedsApproval = "needs_approval"
+	DecisionAllow         = string(vocab.DecisionAllow)
+	DecisionDeny          = string(vocab.DecisionDeny)
+	DecisionNeedsApproval = string(vocab.DecisionNeedsApproval)
 )
 
 // Reason codes the store itself writes (they are entries of runtime/reasons.yaml).
@@ -54,10 +57,10 @@ const (
 	ReasonEffectMayHaveHappened = "effect_may_have_happened"
 )
 
-// Resolutions of an UNCERTAIN row.
+// Resolutions of an UNCERTAIN row (vocab's).
 const (
-	ResolutionHappened     = "happened"
-	ResolutionDidNotHappen = "did_not_happen"
+	ResolutionHappened     = string(vocab.ResolutionHappened)
+	ResolutionDidNotHappen = string(vocab.ResolutionDidNotHappen)
 )
 
 // Errors every driver returns (wrapped or not; test with errors.Is).

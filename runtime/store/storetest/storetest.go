@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // Option configures [Run].
@@ -136,6 +137,7 @@ var tests = []struct {
 	{"Sweep_WatermarkSetConditionalWhenFalse_BecomesUncertain", testSweepWatermarkSetConditionalWhenFalseUncertain},
 	{"Sweep_WatermarkSetNonIdempotent_BecomesUncertain", testSweepWatermarkSetNonIdempotentUncertain},
 	{"Sweep_WatermarkSetIdempotentCrashLoop_Failed", testSweepWatermarkSetIdempotentCrashLoopFailed},
+	{"Sweep_WatermarkSet_IsVocabsRetrySafeRule", testSweepWatermarkSetIsVocabsRule},
 	{"Sweep_LeaseExpiresByStoreClock_NotBefore", testSweepLeaseExpiresByStoreClock},
 	{"Sweep_SuspendedRowsExcluded", testSweepSuspendedRowsExcluded},
 	{"Sweep_PendingAndTerminalRowsIgnored", testSweepPendingAndTerminalRowsIgnored},
@@ -864,6 +866,35 @@ func testSweepWatermarkSetIdempotentRetry(t *testing.T, e *env) {
 func testSweepWatermarkSetConditionalWhenTrueRetry(t *testing.T, e *env) {
 	inv := e.runningWithWatermark(t, idempotency(store.IdempotencyConditionallyIdempotent, ptr(true)))
 	e.checkWatermarkRetry(t, inv, e.sweepOne(t, inv, store.SweepParams{Claimable: allTools}))
+}
+
+// testSweepWatermarkSetIsVocabsRule holds the driver's sweep statement to RT-4's rule
+// as vocab states it (Idempotency.RetrySafeWhen), for every class and every value of
+// idempotent_when: the one rule the pipeline applies in flight, spelt once more in SQL.
+func testSweepWatermarkSetIsVocabsRule(t *testing.T, e *env) {
+	for _, class := range vocab.Idempotencies() {
+		for _, when := range []*bool{nil, ptr(false), ptr(true)} {
+			if when != nil && class != vocab.ConditionallyIdempotent {
+				continue // idempotent_when is recorded for conditional classes only
+			}
+			inv := e.runningWithWatermark(t, idempotency(string(class), when))
+			sw := e.sweepOne(t, inv, store.SweepParams{Claimable: allTools})
+			want := store.SweepUncertain
+			if class.RetrySafeWhen(when) {
+				want = store.SweepRetry
+			}
+			if sw.Decision != want {
+				t.Errorf("%s, idempotent_when %v: the sweep decided %s, vocab's rule says %s", class, fmtBool(when), sw.Decision, want)
+			}
+		}
+	}
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "unevaluated"
+	}
+	return fmt.Sprint(*b)
 }
 
 func checkUncertain(t *testing.T, before *store.Invocation, sw store.Swept) {
