@@ -39,7 +39,7 @@ var architecture = []layer{
 	{pkg: "sandbox", may: []string{"gen", "internal/names", "runtime"}, why: "the script runner (SCR-1): a tool through the bridge, and Starlark"},
 	{pkg: "spec", may: []string{".", "internal/canonjson", "internal/cellang", "internal/names", "model", "spec/diag", "vocab"}},
 	{pkg: "spec/diag", stdOnly: true, why: "the one annotation model and its formatters (issue 17, point 6)"},
-	{pkg: "spec/specdiff", may: []string{"spec", "spec/diag"}},
+	{pkg: "spec/specdiff", may: []string{"spec", "spec/diag", "vocab"}},
 	{pkg: "host", may: []string{"host/console", "internal/events", "internal/identity", "internal/lru", "internal/policyload",
 		"internal/protocolload", "internal/textsafe", "mcp/device", "mcp/server", "mcp/upstream", "model", "protocol", "runtime", "runtime/store",
 		"runtime/store/postgres", "runtime/store/sqlite", "sandbox", "spec", "tools"}, why: "the composition root"},

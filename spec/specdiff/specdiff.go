@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgen/toolgen/spec"
 	"github.com/toolgen/toolgen/spec/diag"
+	"github.com/toolgen/toolgen/vocab"
 )
 
 // Severity is a finding's severity: weakens, breaking or info (diag's).
@@ -125,19 +126,36 @@ func (d *differ) add(rule, kind, subject string, cur, prev *Location, format str
 	d.out = append(d.out, f)
 }
 
-// Orders; a higher rank is safer (more restrictive).
+// restriction orders the values of one classification field, from vocab: a higher
+// number restricts more. Idempotency, side effect and risk rank that way already;
+// trust ranks by how much a result is believed, so the more trusted, the less
+// restrictive.
+type restriction struct {
+	known func(string) bool
+	rank  func(string) int
+}
+
+func restrictionOf[T interface {
+	~string
+	Rank() int
+}](parse func(string) (T, error), sign int) restriction {
+	return restriction{
+		known: func(s string) bool { _, err := parse(s); return err == nil },
+		rank:  func(s string) int { return sign * T(s).Rank() },
+	}
+}
+
 var (
-	idempotencyRank = map[string]int{"idempotent": 0, "conditionally_idempotent": 1, "non_idempotent": 2}
-	sideEffectRank  = map[string]int{"none": 0, "read": 1, "write": 2}
-	riskRank        = map[string]int{"low": 0, "medium": 1, "high": 2, "critical": 3}
-	trustRank       = map[string]int{"system": 0, "user": 1, "tool": 2, "external_untrusted": 3}
+	idempotencyRank = restrictionOf(vocab.ParseIdempotency, 1)
+	sideEffectRank  = restrictionOf(vocab.ParseSideEffect, 1)
+	riskRank        = restrictionOf(vocab.ParseRisk, 1)
+	trustRank       = restrictionOf(vocab.ParseTrust, -1)
 )
 
-// lowered reports whether v moved from a and b are both known and b ranks below a.
-func lowered(rank map[string]int, from, to string) bool {
-	a, okA := rank[from]
-	b, okB := rank[to]
-	return okA && okB && b < a
+// lowered reports whether a field moved from one known value to another, less
+// restrictive one. An unknown value on either side compares as nothing: check reports it.
+func lowered(r restriction, from, to string) bool {
+	return r.known(from) && r.known(to) && r.rank(to) < r.rank(from)
 }
 
 // exprText is an expression's text for comparison: white space runs collapsed, so a
