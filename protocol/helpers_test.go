@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 
@@ -48,8 +47,3 @@ func (a *auditRecorder) AuditAppend(_ context.Context, e store.AuditEntry) (int6
 	return int64(len(a.entries)), nil
 }
 
-func (a *auditRecorder) all() []store.AuditEntry {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.entries)
-}
