@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/toolgen/toolgen/internal/names"
+	"github.com/toolgen/toolgen/runtime/store"
 )
 
 // ErrScriptTornDown is returned by Bridge.Call when an approval hold outlived its bound:
@@ -28,6 +29,7 @@ type Bridge struct {
 	p          *Pipeline
 	base       Call
 	scriptHash string
+	host       *bridgeHost // nil for a bridge made by NewBridge
 
 	mu sync.Mutex
 	n  int
@@ -89,11 +91,23 @@ func (b *Bridge) CallTrust(ctx context.Context, tool string, args json.RawMessag
 	c.Tool, c.Args = tool, args
 	c.ArgumentTrust = MinTrust(ParseTrust(string(b.base.ArgumentTrust)), ParseTrust(string(trust)))
 	c.CallID = b.scriptHash + ":" + strconv.Itoa(ordinal)
+	// The row of the call, once recorded, names the approval a hold waits for.
+	var key string
+	prev, _ := ctx.Value(recordObserverKey{}).(RecordObserver)
+	ctx = WithRecordObserver(ctx, func(inv *store.Invocation) {
+		key = inv.Key
+		if prev != nil {
+			prev(inv)
+		}
+	})
 	o, err := b.p.Execute(ctx, c)
 	if err != nil {
 		return o, err
 	}
 	if o.ReasonCode == ReasonApprovalPending {
+		if b.host != nil && key != "" {
+			b.host.hold(key)
+		}
 		return o, ErrScriptTornDown
 	}
 	return o, nil
@@ -105,6 +119,26 @@ type bridgeKey struct{}
 type bridgeHost struct {
 	p    *Pipeline
 	base Call
+
+	mu      sync.Mutex
+	heldKey string // the key of the held call the script was torn down at
+}
+
+// hold records that the script was torn down at the held call whose key is key.
+func (h *bridgeHost) hold(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.heldKey = key
+}
+
+// held is the key of the held call the script was torn down at, "" if none.
+func (h *bridgeHost) held() string {
+	if h == nil {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.heldKey
 }
 
 // bridgeContext is how step 11 hands a sandbox adapter's tool (a tool registered with
@@ -127,7 +161,8 @@ func (p *Pipeline) bridgeContext(ctx context.Context, c *call) context.Context {
 			base.Principal = pr
 		}
 	}
-	return context.WithValue(ctx, bridgeKey{}, &bridgeHost{p: p, base: base})
+	c.script = &bridgeHost{p: p, base: base}
+	return context.WithValue(ctx, bridgeKey{}, c.script)
 }
 
 // sandboxDomain is the reserved domain of the script runner.
@@ -141,7 +176,9 @@ func BridgeFrom(ctx context.Context, script []byte) (*Bridge, bool) {
 	if !ok {
 		return nil, false
 	}
-	return NewBridge(h.p, h.base, script), true
+	b := NewBridge(h.p, h.base, script)
+	b.host = h
+	return b, true
 }
 
 // scriptReason maps the failure code a sandbox tool reports to its own reason code

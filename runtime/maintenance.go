@@ -87,9 +87,9 @@ func (p *Pipeline) sweepLoop(ctx context.Context, done chan struct{}) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.log.Error("recovery pass", "worker", p.cfg.WorkerID, "err", err)
-		case rep.Reclaimed+rep.Retried > 0:
+		case rep.Reclaimed+rep.Retried+rep.Unsuspended > 0:
 			p.log.Info("recovery pass", append([]any{"worker", p.cfg.WorkerID, "reclaimed", rep.Reclaimed, "retried", rep.Retried,
-				"uncertain", rep.Uncertain, "failed", rep.Failed}, skipped...)...)
+				"uncertain", rep.Uncertain, "failed", rep.Failed, "unsuspended", rep.Unsuspended}, skipped...)...)
 		case rep.SkippedNotRegistered+rep.SkippedChanged > 0:
 			// Rows of other hosts' tools on a shared store: theirs to recover, every pass.
 			p.log.Debug("recovery pass", append([]any{"worker", p.cfg.WorkerID}, skipped...)...)

@@ -250,6 +250,9 @@ type call struct {
 	// pinnedName: step 1 found the name in the session's pinned catalog (withdrawn or
 	// changed since), which only the registry fills; see toolLabel.
 	pinnedName bool
+	// script is what a sandbox tool's bridge shares with its call (bridgeContext): the
+	// held call a script was torn down at.
+	script *bridgeHost
 }
 
 // toolLabel is the call's gen_ai.tool.name for metrics and spans: the tool's name when
@@ -680,6 +683,9 @@ func (p *Pipeline) dedupe(ctx context.Context, c *call, inv *store.Invocation) (
 	case inv.Status == store.StatusPending && inv.Decision == VerdictNeedsApproval:
 		c.decision.Verdict = VerdictNeedsApproval // the hold of the first attempt stands
 		return Outcome{}, false, nil
+	case inv.SuspendedAt != nil && awaitsApproval(inv):
+		// A script suspended until a held call is decided: its recorded outcome says so.
+		return p.recorded(c, inv), true, nil
 	case inv.SuspendedAt != nil:
 		o := NewOutcome(ReasonCallSuspended, c.CallID)
 		return o, true, nil
@@ -698,6 +704,12 @@ func (p *Pipeline) dedupe(ctx context.Context, c *call, inv *store.Invocation) (
 	default: // RUNNING under some lease, or PENDING for the sweep's retry
 		return NewOutcome(ReasonCallInProgress, c.CallID), true, nil
 	}
+}
+
+// awaitsApproval reports whether inv is suspended until a held call is decided.
+func awaitsApproval(inv *store.Invocation) bool {
+	_, ok := store.AwaitedApproval(inv.ResumeToken)
+	return ok
 }
 
 // recorded returns the outcome stored on a row (step 8).
@@ -734,9 +746,13 @@ func (p *Pipeline) stepApprovalHold(ctx context.Context, c *call) (Outcome, bool
 	defer sub.Close()
 	w := newStoreWait(waker, sub, p.cfg.ApprovalPoll, holdObserver(ctx), p.cfg.ApprovalHold)
 	defer w.stop()
+	// The first read is not bounded by the hold: a decision already recorded (a retry,
+	// a script re-executed after the decision) is seen however short the bound.
+	readCtx := ctx
 	for {
 		w.observe()
-		a, err := p.cfg.Store.ApprovalGet(holdCtx, c.key)
+		a, err := p.cfg.Store.ApprovalGet(readCtx, c.key)
+		readCtx = holdCtx
 		switch {
 		case err == nil && a.Approved:
 			inv, err := p.cfg.Store.InvocationClaimIfPending(ctx, c.inv.ID, p.cfg.WorkerID, p.cfg.Lease)
@@ -989,6 +1005,21 @@ func (p *Pipeline) stepSettle(ctx context.Context, c *call, o Outcome, tc *ExecC
 		p.cfg.Metrics.watermarkMissing(ctx, c.spec.Name)
 	}
 	status := statusOf(o)
+	if held := c.script.held(); held != "" && o.ReasonCode == ReasonScriptSuspended && !c.recordOnce {
+		// A script torn down at a call held past the hold bound is suspended until that
+		// call is decided (RT-11, RT-12); recovery then re-executes it (recover.go).
+		token := store.AwaitApprovalToken(held, c.key)
+		err := p.retryWrite(ctx, func(ctx context.Context) error {
+			return p.cfg.Store.InvocationSuspendIfLeased(ctx, c.inv.Fence(), token, mustJSON(o))
+		})
+		if errors.Is(err, store.ErrLeaseLost) {
+			return NewOutcome(ReasonLeaseLost, c.CallID), nil
+		}
+		if err != nil {
+			return Outcome{}, fmt.Errorf("runtime: suspend script: %w", err)
+		}
+		return o, nil
+	}
 	if o.Status != OutcomeSucceeded && o.Retryable && o.ReasonCode != ReasonLeaseLost &&
 		(!tc.EffectMarked() || c.spec.Idempotency.RetrySafeWhen(c.idemWhen)) {
 		// A retryable outcome with no effect in doubt is not recorded as final: a

@@ -126,12 +126,6 @@ const (
 	// (status failed, retryable false)
 	ReasonScriptError ReasonCode = "script_error"
 
-	// A call of the script is held for approval past the hold bound, so the script was torn down
-	// there. Submit the same script again once the call is decided; its earlier calls answer
-	// from their recorded outcomes.
-	// (status unavailable, retryable false)
-	ReasonScriptHeld ReasonCode = "script_held"
-
 	// The script tried to make more tool calls than its budget allows and was stopped there. The
 	// calls it made before are recorded.
 	// (status failed, retryable false)
@@ -151,6 +145,13 @@ const (
 	// unknown. A person resolves that call; the call and its outcome are in external_detail.
 	// (status failed, retryable false)
 	ReasonScriptStopped ReasonCode = "script_stopped"
+
+	// A call of the script is held for approval past the hold bound, so the script was torn down
+	// there and is suspended until that call is decided. Then it re-executes from the start on
+	// its own, its earlier calls answering from their recorded outcomes; retrying this call
+	// returns the script's outcome once it is recorded.
+	// (status unavailable, retryable true)
+	ReasonScriptSuspended ReasonCode = "script_suspended"
 
 	// The script ran past its wall-time budget and was stopped. The calls it made before are
 	// recorded.
@@ -244,11 +245,11 @@ var reasonTable = map[ReasonCode]reasonEntry{
 	ReasonResumeInvalid:         {status: OutcomeDenied, retryable: false, message: "The resume token does not match a suspended call."},
 	ReasonScriptCallInProgress:  {status: OutcomeUnavailable, retryable: true, message: "The script stopped at a call that is still in progress elsewhere, since going on would act on an unknown. The same script run again later answers that call from its outcome."},
 	ReasonScriptError:           {status: OutcomeFailed, retryable: false, message: "The script did not run to its end because of an error in the script itself. The error is in external_detail."},
-	ReasonScriptHeld:            {status: OutcomeUnavailable, retryable: false, message: "A call of the script is held for approval past the hold bound, so the script was torn down there. Submit the same script again once the call is decided; its earlier calls answer from their recorded outcomes."},
 	ReasonScriptMaxCalls:        {status: OutcomeFailed, retryable: false, message: "The script tried to make more tool calls than its budget allows and was stopped there. The calls it made before are recorded."},
 	ReasonScriptMaxSteps:        {status: OutcomeFailed, retryable: false, message: "The script used up its budget of execution steps and was stopped. The calls it made before are recorded."},
 	ReasonScriptOutputTooLarge:  {status: OutcomeFailed, retryable: false, message: "The script's result and printed output exceed its output budget, so nothing of them is returned. The calls it made are recorded."},
 	ReasonScriptStopped:         {status: OutcomeFailed, retryable: false, message: "The script stopped at a call whose outcome is uncertain, since going on would act on an unknown. A person resolves that call; the call and its outcome are in external_detail."},
+	ReasonScriptSuspended:       {status: OutcomeUnavailable, retryable: true, message: "A call of the script is held for approval past the hold bound, so the script was torn down there and is suspended until that call is decided. Then it re-executes from the start on its own, its earlier calls answering from their recorded outcomes; retrying this call returns the script's outcome once it is recorded."},
 	ReasonScriptTimeout:         {status: OutcomeFailed, retryable: false, message: "The script ran past its wall-time budget and was stopped. The calls it made before are recorded."},
 	ReasonTaskCancelled:         {status: OutcomeDenied, retryable: false, message: "The caller cancelled this call (tasks/cancel) before it ran, so it did not run and never will under this call id."},
 	ReasonTimeout:               {status: OutcomeFailed, retryable: true, message: "The call exceeded its time limit and was stopped. Repeating it is safe."},

@@ -16,6 +16,10 @@ type RecoveryReport struct {
 	Retried   int // calls re-executed (swept retries; same key)
 	Uncertain int // calls that went to the review queue
 	Failed    int // calls that ended crash_loop
+	// Unsuspended counts the scripts suspended at a held call (RT-11, RT-12) whose
+	// approval has been decided, given back to be re-executed from the start: each is
+	// then among Retried when this worker ran it.
+	Unsuspended int
 	// SkippedNotRegistered and SkippedChanged count, after the pass, the calls recovery
 	// would act on (an expired lease, a retryable PENDING call) that this worker left
 	// alone for a worker that has their tool (LIFE-1): of a tool not registered here,
@@ -78,6 +82,21 @@ func (p *Pipeline) recover(ctx context.Context, tenant string) (RecoveryReport, 
 			}
 		}
 		if len(swept) < recoveryBatch {
+			break
+		}
+	}
+	// Scripts suspended at a held call whose approval is now decided become PENDING
+	// again, so the retryable list below re-executes them (at most once at a time: the
+	// claim). One still waiting for its approval is left suspended: nothing polls it.
+	for len(refs) > 0 {
+		rows, err := p.cfg.Store.InvocationUnsuspendDecided(ctx, store.RetryableParams{
+			Limit: recoveryBatch, Claimable: store.Claimable{Tools: refs, Tenant: tenant},
+		})
+		if err != nil {
+			return rep, fmt.Errorf("runtime: unsuspend decided scripts: %w", err)
+		}
+		rep.Unsuspended += len(rows)
+		if len(rows) < recoveryBatch {
 			break
 		}
 	}

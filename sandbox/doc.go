@@ -37,10 +37,20 @@
 //
 // The script stops, rather than going on with an unknown, at a call that is:
 //
-//   - held for approval past the hold bound: the script is torn down and its call ends
-//     unavailable/script_held. Once the held call is decided, the same script
-//     submitted again re-executes from the start: the earlier calls replay, the
-//     approved one runs (or, denied, is a value the script sees), the rest run;
+//   - held for approval past the hold bound: the script is torn down, its call ends
+//     unavailable/script_suspended (retryable) and its row is suspended under RT-11's
+//     marker, with the resume token store.AwaitApprovalToken(held call's key, own key):
+//     it waits for that approval. Nothing re-runs it while the call is undecided (an
+//     approval that never comes leaves it suspended), and a retry of the script's call
+//     answers script_suspended from the row. Once the call is approved or denied, by
+//     whoever and in whichever process, the next recovery pass of any pipeline on the
+//     store (Pipeline.Recover: Start's maintenance, toolrun recover) gives the row back
+//     (store InvocationUnsuspendDecided) and re-executes the script from the start, as
+//     it re-runs a swept call: claimed, so at most once at a time. The earlier calls
+//     replay, the approved one runs (or, denied, is a value the script sees), the rest
+//     run, and the script's outcome is recorded on its row, where a retry of its call
+//     (or a Tasks poll) finds it. The same script submitted again under another call id
+//     re-executes the same way;
 //   - UNCERTAIN (a non_idempotent call whose watermark was set when its worker died):
 //     failed/script_stopped, with that call and outcome in external_detail; a person
 //     resolves it in the UNCERTAIN queue, and the script stops there on every

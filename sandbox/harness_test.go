@@ -68,12 +68,17 @@ type harness struct {
 
 func newHarness(t *testing.T, hold time.Duration) *harness {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newHarnessOn(t, st, hold)
+}
+
+// newHarnessOn is newHarness on the store st.
+func newHarnessOn(t *testing.T, st store.Store, hold time.Duration) *harness {
+	t.Helper()
 	h := &harness{t: t, st: st}
 	h.read = &testTool{spec: spec("t.read", runtime.SideEffectRead, runtime.Idempotent, runtime.RiskLow, runtime.TrustExternalUntrusted),
 		fn: func(a map[string]any) any { return map[string]any{"text": fmt.Sprintf("content of %v", a["path"])} }}
@@ -90,18 +95,27 @@ func newHarness(t *testing.T, hold time.Duration) *harness {
 		}}
 	h.crit = &testTool{spec: spec("t.deploy", runtime.SideEffectWrite, runtime.NonIdempotent, runtime.RiskCritical, runtime.TrustTool), mark: true,
 		fn: func(a map[string]any) any { return map[string]any{"deployed": true} }}
+	h.p = h.pipeline(st, hold)
+	return h
+}
+
+// pipeline is another pipeline, on st, with the harness's tools (the same counters)
+// and sandbox.run_script: another worker, or another process when st is another handle
+// on the same database.
+func (h *harness) pipeline(st store.Store, hold time.Duration) *runtime.Pipeline {
+	h.t.Helper()
 	reg := runtime.NewRegistry()
 	if err := reg.Register(h.read, h.note, h.write, h.pub, h.crit); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	if err := reg.RegisterAdapter(sandbox.Domain, sandbox.NewTool()); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	h.p, err = runtime.NewPipeline(runtime.Config{Registry: reg, Store: st, ApprovalHold: hold, ApprovalPoll: time.Millisecond})
+	p, err := runtime.NewPipeline(runtime.Config{Registry: reg, Store: st, ApprovalHold: hold, ApprovalPoll: time.Millisecond})
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	return h
+	return p
 }
 
 // result is sandbox.run_script's structured result.

@@ -247,7 +247,7 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error)
 	}
 	switch {
 	case torn:
-		r.stop(runtime.ReasonCode("script_held"), fmt.Sprintf("call %d (%s, call_id %s) is held for approval past the hold bound", rec.Ordinal, name, o.CallID))
+		r.stop(runtime.ReasonCode("script_suspended"), fmt.Sprintf("call %d (%s, call_id %s) is held for approval past the hold bound; the script is suspended until it is decided", rec.Ordinal, name, o.CallID))
 		return nil, runtime.ErrScriptTornDown
 	case o.Status == runtime.OutcomeUncertain:
 		r.stop(runtime.ReasonCode("script_stopped"), fmt.Sprintf("call %d (%s, call_id %s) ended %s/%s", rec.Ordinal, name, o.CallID, o.Status, o.ReasonCode))

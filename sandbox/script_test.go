@@ -132,7 +132,7 @@ func TestUntrustedArgumentHeld(t *testing.T) {
 r = tools.t.read(path = "in.txt")
 p = tools.t.publish(text = r.result["text"])
 `, nil)
-	if o.ReasonCode != "script_held" || len(res.Calls) != 0 {
+	if o.ReasonCode != "script_suspended" || len(res.Calls) != 0 {
 		t.Fatalf("script: %s/%s %v", o.Status, o.ReasonCode, o.ExternalDetail)
 	}
 	if !strings.Contains(o.ExternalDetail.Text, "2 t.publish unavailable approval_pending") {
@@ -160,7 +160,7 @@ result = p.ok
 	}
 	// A script carried with untrusted arguments makes every call untrusted (never raised).
 	o, _ = h.runTrust("s3", `p = tools.t.publish(text = "x")`, nil, runtime.TrustExternalUntrusted)
-	if o.ReasonCode != "script_held" {
+	if o.ReasonCode != "script_suspended" {
 		t.Fatalf("untrusted script: %s/%s", o.Status, o.ReasonCode)
 	}
 }
@@ -178,7 +178,7 @@ d = tools.t.write(text = "four")
 result = [a.ok, b.ok, c.ok, d.ok]
 `
 	o, _ := h.run("first", script, nil)
-	if o.ReasonCode != "script_held" {
+	if o.ReasonCode != "script_suspended" {
 		t.Fatalf("first: %s/%s %v", o.Status, o.ReasonCode, o.ExternalDetail)
 	}
 	if h.write.runs.Load() != 2 || h.crit.runs.Load() != 0 {

@@ -24,7 +24,7 @@ func runRecover(e *env, cmd string, args []string) int {
 	}
 	if c.json {
 		writeJSON(e.stdout, map[string]int{"reclaimed": rep.Reclaimed, "retried": rep.Retried, "uncertain": rep.Uncertain, "failed": rep.Failed,
-			"skipped_not_registered": rep.SkippedNotRegistered, "skipped_changed": rep.SkippedChanged})
+			"unsuspended": rep.Unsuspended, "skipped_not_registered": rep.SkippedNotRegistered, "skipped_changed": rep.SkippedChanged})
 		return ExitOK
 	}
 	// The skipped calls are left for a worker that has their tool (LIFE-1): never settled here.

@@ -21,6 +21,10 @@ const HoldProgressMessage = "waiting for approval"
 // (empty) reply is not the answer, so it is not shown.
 const suspendedText = "The run is suspended, waiting for input. This call completes when the run is resumed."
 
+// scriptSuspendedText is the status of a task whose script is suspended until one of its
+// calls, held for approval, is decided (SCR-1, RT-12).
+const scriptSuspendedText = "A call of the script awaits approval. The script re-executes once that call is decided, and this task completes then."
+
 // callTool answers tools/call: every call, whatever its name, goes through the pipeline.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, done, stopping := s.callContext(ctx)

@@ -364,6 +364,10 @@ func (s *Server) task(inv *store.Invocation, resultType string) *taskResult {
 		t.StatusMessage = "waiting to run again"
 	case inv.Status == store.StatusRunning && inv.SuspendedAt != nil:
 		t.StatusMessage = "suspended: " + suspendedText
+		if _, ok := store.AwaitedApproval(inv.ResumeToken); ok {
+			// A script torn down at a held call: recovery re-executes it once that call is decided.
+			t.StatusMessage = "suspended: " + scriptSuspendedText
+		}
 	case inv.Status == store.StatusRunning:
 		t.StatusMessage = "running"
 	case inv.ReasonCode == string(runtime.ReasonTaskCancelled):

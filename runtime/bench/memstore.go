@@ -175,6 +175,10 @@ func (m *MemStore) InvocationListRetryable(context.Context, store.RetryableParam
 	return nil, nil
 }
 
+func (m *MemStore) InvocationUnsuspendDecided(context.Context, store.RetryableParams) ([]*store.Invocation, error) {
+	return nil, nil
+}
+
 func (m *MemStore) InvocationCountUnclaimable(context.Context, []store.ToolRef, string) (store.Unclaimable, error) {
 	return store.Unclaimable{}, nil
 }

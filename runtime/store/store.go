@@ -280,6 +280,30 @@ type PinEpoch struct {
 	Tenant string
 }
 
+// AwaitApprovalPrefix starts the resume token of a row suspended until an approval is
+// decided (AwaitApprovalToken).
+const AwaitApprovalPrefix = "approval:"
+
+// AwaitApprovalToken is the resume token of the row whose key is own, suspended until
+// the approval of the held call whose key is held is decided (an orchestration script
+// torn down at that call; Invocations.InvocationUnsuspendDecided). Both keys are
+// idempotency keys, 64 hex digits (RT-5): the store reads held back as the 64
+// characters after the prefix. own makes the token unique when several rows wait for
+// the same call.
+func AwaitApprovalToken(held, own string) string {
+	return AwaitApprovalPrefix + held + ":" + own
+}
+
+// AwaitedApproval returns the key of the held call a resume token made by
+// AwaitApprovalToken waits for; false for any other token.
+func AwaitedApproval(token string) (string, bool) {
+	rest, ok := strings.CutPrefix(token, AwaitApprovalPrefix)
+	if !ok || len(rest) < 65 || rest[64] != ':' {
+		return "", false
+	}
+	return rest[:64], true
+}
+
 // Approval is a persisted decision on one held invocation (POL-3).
 type Approval struct {
 	Key       string // the invocation's idempotency key
@@ -546,6 +570,17 @@ type Invocations interface {
 	// approval that approved it), oldest first, of the tools p.Claimable matches.
 	// ErrInvalid for an invalid Claimable.
 	InvocationListRetryable(ctx context.Context, p RetryableParams) ([]*Invocation, error)
+	// InvocationUnsuspendDecided gives back, for a re-run, up to p.Limit suspended rows
+	// that wait for an approval (resume token AwaitApprovalToken(held, own)) now decided,
+	// approved or denied, in the row's tenant: an orchestration script torn down at a
+	// held call (RT-11, RT-12). Each becomes PENDING again, its suspended_at, resume
+	// token and lease cleared, decision and attempt kept, its watermark (if any) moved
+	// to EarlierEffectSentAt — a row InvocationListRetryable lists and a claim runs.
+	// Oldest first, of the tools p.Claimable matches, in one statement: of concurrent
+	// callers each row goes to exactly one, which gets it in the returned rows (as
+	// written, in id order). A row whose approval is undecided is left suspended.
+	// ErrInvalid for an invalid Claimable.
+	InvocationUnsuspendDecided(ctx context.Context, p RetryableParams) ([]*Invocation, error)
 	// InvocationCountUnclaimable counts the rows the sweep or the retryable list would
 	// act on now if tools were every tool, but which tools do not match: what a worker
 	// with these tools leaves for another (the recovery report's "skipped"), of tenant

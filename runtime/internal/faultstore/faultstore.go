@@ -454,6 +454,10 @@ func (f *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	return f.s.InvocationListRetryable(ctx, p)
 }
 
+func (f *Store) InvocationUnsuspendDecided(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	return f.s.InvocationUnsuspendDecided(ctx, p)
+}
+
 func (f *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
 	return f.s.InvocationCountUnclaimable(ctx, tools, tenant)
 }

@@ -324,6 +324,18 @@ func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	return s.invocations(ctx, invocationListRetryable, sqlLimit(p.Limit), p.ToolsParam(), p.Tenant)
 }
 
+func (s *Store) InvocationUnsuspendDecided(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
+	invs, err := s.invocations(ctx, invocationUnsuspendDecided, sqlLimit(p.Limit), p.ToolsParam(), p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(invs, func(a, b *store.Invocation) int { return cmp.Compare(a.ID, b.ID) })
+	return invs, nil
+}
+
 func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {
 	var u store.Unclaimable
 	if err := store.ValidateToolRefs(tools); err != nil {

@@ -44,6 +44,7 @@ var (
 	invocationRenewLeasesSQL            = queries.Get("InvocationRenewLeases")
 	invocationSweepSQL                  = queries.Get("InvocationSweep")
 	invocationListRetryableSQL          = queries.Get("InvocationListRetryable")
+	invocationUnsuspendDecidedSQL       = queries.Get("InvocationUnsuspendDecided")
 	invocationCountUnclaimableSQL       = queries.Get("InvocationCountUnclaimable")
 	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
@@ -120,6 +121,7 @@ var (
 	invocationRenewLeases      = compile(invocationRenewLeasesSQL, "owner", "lease_us", "ids")
 	invocationSweep            = compile(invocationSweepSQL, "limit", "max_attempts", "tools", "claim_tenant")
 	invocationListRetryable    = compile(invocationListRetryableSQL, "limit", "tools", "claim_tenant")
+	invocationUnsuspendDecided = compile(invocationUnsuspendDecidedSQL, "limit", "tools", "claim_tenant")
 	invocationCountUnclaimable = compile(invocationCountUnclaimableSQL, "tools", "claim_tenant")
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",

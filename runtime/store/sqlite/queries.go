@@ -39,6 +39,7 @@ var (
 	invocationRenewLeasesSQL            = queries.Get("InvocationRenewLeases")
 	invocationSweepSQL                  = queries.Get("InvocationSweep")
 	invocationListRetryableSQL          = queries.Get("InvocationListRetryable")
+	invocationUnsuspendDecidedSQL       = queries.Get("InvocationUnsuspendDecided")
 	invocationCountUnclaimableSQL       = queries.Get("InvocationCountUnclaimable")
 	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")

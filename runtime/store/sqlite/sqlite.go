@@ -1,12 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +41,7 @@ var _ store.Store = (*Store)(nil)
 // runs the statement already prepared on the transaction's connection.
 type writeStmts struct {
 	insert, claim, markEffectSent, settle, release, suspend, resume, renew, sweep, resolve *sql.Stmt
+	unsuspend                                                                              *sql.Stmt
 	exists, resumeTokenTaken                                                               *sql.Stmt
 	approvalDecide, approvalExists, auditAppend, catalogAppend                             *sql.Stmt
 	sessionModeSet, eventAppend                                                            *sql.Stmt
@@ -133,6 +136,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.resume, invocationResumeSQL},
 		{s.write, &w.renew, invocationRenewLeasesSQL},
 		{s.write, &w.sweep, invocationSweepSQL},
+		{s.write, &w.unsuspend, invocationUnsuspendDecidedSQL},
 		{s.write, &w.resolve, invocationResolveUncertainSQL},
 		{s.write, &w.exists, invocationExistsSQL},
 		{s.write, &w.resumeTokenTaken, invocationResumeTokenTakenSQL},
@@ -494,6 +498,25 @@ func (s *Store) InvocationListRetryable(ctx context.Context, p store.RetryablePa
 	}
 	return queryInvocations(ctx, s.r.listRetryable, sql.Named("limit", sqlLimit(p.Limit)), sql.Named("tools", p.ToolsParam()),
 		sql.Named("claim_tenant", p.Tenant))
+}
+
+func (s *Store) InvocationUnsuspendDecided(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	if err := p.Claimable.Validate(); err != nil {
+		return nil, err
+	}
+	var invs []*store.Invocation
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		invs, err = queryInvocations(ctx, tx.StmtContext(ctx, s.w.unsuspend), sql.Named("limit", sqlLimit(p.Limit)),
+			sql.Named("tools", p.ToolsParam()), sql.Named("claim_tenant", p.Tenant))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(invs, func(a, b *store.Invocation) int { return cmp.Compare(a.ID, b.ID) })
+	s.woke(invs...)
+	return invs, nil
 }
 
 func (s *Store) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {

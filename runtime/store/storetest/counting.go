@@ -21,6 +21,7 @@ var WriteMethods = []string{
 	"InvocationResume",
 	"InvocationRenewLeases",
 	"InvocationSweep",
+	"InvocationUnsuspendDecided",
 	"InvocationResolveUncertain",
 	"ApprovalDecide",
 	"AuditAppend",
@@ -178,6 +179,11 @@ func (c *CountingStore) InvocationSweep(ctx context.Context, p store.SweepParams
 func (c *CountingStore) InvocationListRetryable(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
 	c.read("InvocationListRetryable")
 	return c.s.InvocationListRetryable(ctx, p)
+}
+
+func (c *CountingStore) InvocationUnsuspendDecided(ctx context.Context, p store.RetryableParams) ([]*store.Invocation, error) {
+	c.count("InvocationUnsuspendDecided")
+	return c.s.InvocationUnsuspendDecided(ctx, p)
 }
 
 func (c *CountingStore) InvocationCountUnclaimable(ctx context.Context, tools []store.ToolRef, tenant string) (store.Unclaimable, error) {

@@ -159,6 +159,7 @@ var tests = []struct {
 	{"Suspend_ZombieFence_LeaseLost", testSuspendZombieFenceLeaseLost},
 	{"Resume_SettlesKeepsSuspendedAt", testResumeSettlesKeepsSuspendedAt},
 	{"Resume_Errors", testResumeErrors},
+	{"UnsuspendDecided_OnlyRowsWhoseApprovalIsDecided", testUnsuspendDecided},
 	// queues and review
 	{"ListRetryable_AllowAndApprovedHolds", testListRetryableAllowAndApprovedHolds},
 	{"ListUncertain_TenantFilter_ResolvedLeave", testListUncertainTenantFilter},
@@ -1669,6 +1670,8 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 	noErr(t, "resume", err)
 	_, err = c.InvocationSweep(e.ctx, store.SweepParams{Claimable: allTools})
 	noErr(t, "sweep", err)
+	_, err = c.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "unsuspend decided", err)
 	u, _, err := c.InvocationInsert(e.ctx, params(func(p *row) { p.Status = store.StatusUncertain }))
 	noErr(t, "insert", err)
 	_, err = c.InvocationResolveUncertain(e.ctx, u.ID, store.ResolutionHappened, "carol", happenedOutcome, decisionAudit(u, "resolve"))
@@ -1779,5 +1782,89 @@ func testGetByResumeToken(t *testing.T, e *env) {
 	}
 	if _, err := e.s.InvocationGetByResumeToken(e.ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown token: err = %v, want ErrNotFound", err)
+	}
+}
+
+// testUnsuspendDecided: rows suspended until an approval (a script torn down at a held
+// call) come back PENDING once that approval is decided, approved or denied, exactly
+// once; undecided ones and control calls' suspensions stay as they are.
+func testUnsuspendDecided(t *testing.T, e *env) {
+	key := func(p *row) { p.Key = randomHex(32) }
+	hold := func() *store.Invocation {
+		return e.insert(t, key, func(p *row) { p.Decision = store.DecisionNeedsApproval })
+	}
+	approved, undecided, denied := hold(), hold(), hold()
+	awaiting := func(held *store.Invocation) *store.Invocation {
+		inv := e.insert(t, key, running("w-script", longLease), idempotency(store.IdempotencyIdempotent, nil),
+			func(p *row) { p.Tool = "sandbox.run_script" })
+		noErr(t, "suspend script", e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), store.AwaitApprovalToken(held.Key, inv.Key), json.RawMessage(`{"status":"unavailable"}`)))
+		return e.get(t, inv.ID)
+	}
+	sApproved, sUndecided, sDenied := awaiting(approved), awaiting(undecided), awaiting(denied)
+	if h, ok := store.AwaitedApproval(sApproved.ResumeToken); !ok || h != approved.Key {
+		t.Fatalf("AwaitedApproval(%q) = %q, %v", sApproved.ResumeToken, h, ok)
+	}
+	control := e.insert(t, running("w-control", longLease))
+	noErr(t, "suspend control", e.s.InvocationSuspendIfLeased(e.ctx, control.Fence(), "resume-"+randomHex(4), nil))
+	got, err := e.other.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "unsuspend before any decision", err)
+	if len(got) != 0 {
+		t.Fatalf("unsuspended %d rows before any decision", len(got))
+	}
+	noErr(t, "approve", e.s.ApprovalDecide(e.ctx, store.Approval{Key: approved.Key, Tenant: approved.Tenant, Approved: true, DecidedBy: "bob"}, nil))
+	noErr(t, "deny", e.s.ApprovalDecide(e.ctx, store.Approval{Key: denied.Key, Tenant: denied.Tenant, Approved: false, DecidedBy: "bob"}, nil))
+
+	other := store.Claimable{Tools: []store.ToolRef{{Name: "demo.other", Version: 1}}}
+	got, err = e.other.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: other})
+	noErr(t, "unsuspend for another tool", err)
+	if len(got) != 0 {
+		t.Fatalf("unsuspended %d rows of a tool the caller does not have", len(got))
+	}
+	got, err = e.other.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: allTools, Limit: 1})
+	noErr(t, "unsuspend, limit 1", err)
+	if len(got) != 1 || got[0].ID != sApproved.ID {
+		t.Fatalf("limit 1: %d rows, want the oldest %d", len(got), sApproved.ID)
+	}
+	rest, err := e.other.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "unsuspend", err)
+	if len(rest) != 1 || rest[0].ID != sDenied.ID {
+		t.Fatalf("second pass: %d rows, want %d only", len(rest), sDenied.ID)
+	}
+	for _, inv := range append(got, rest...) {
+		row := e.get(t, inv.ID)
+		if row.Status != store.StatusPending || row.SuspendedAt != nil || row.ResumeToken != "" || row.LeaseOwner != "" ||
+			row.LeaseExpiresAt != nil || row.Decision != store.DecisionAllow || row.Attempt != 1 {
+			t.Fatalf("unsuspended row: %+v", row)
+		}
+		if inv.Status != store.StatusPending || inv.Key != row.Key {
+			t.Fatalf("returned row is not as written: %+v", inv)
+		}
+	}
+	again, err := e.other.InvocationUnsuspendDecided(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "unsuspend again", err)
+	if len(again) != 0 {
+		t.Fatalf("a row was unsuspended twice")
+	}
+	if row := e.get(t, sUndecided.ID); row.Status != store.StatusRunning || row.SuspendedAt == nil || row.ResumeToken != sUndecided.ResumeToken {
+		t.Fatalf("row awaiting an undecided approval: %+v", row)
+	}
+	if row := e.get(t, control.ID); row.Status != store.StatusRunning || row.SuspendedAt == nil {
+		t.Fatalf("control call's suspension: %+v", row)
+	}
+	list, err := e.s.InvocationListRetryable(e.ctx, store.RetryableParams{Claimable: allTools})
+	noErr(t, "list retryable", err)
+	var ids []int64
+	for _, inv := range list {
+		if inv.Tool == "sandbox.run_script" {
+			ids = append(ids, inv.ID)
+		}
+	}
+	if fmt.Sprint(ids) != fmt.Sprint([]int64{sApproved.ID, sDenied.ID}) {
+		t.Fatalf("retryable scripts %v, want %d and %d", ids, sApproved.ID, sDenied.ID)
+	}
+	claimed, err := e.s.InvocationClaimIfPending(e.ctx, sApproved.ID, "w-2", longLease)
+	noErr(t, "claim", err)
+	if claimed.Attempt != 2 || claimed.Status != store.StatusRunning {
+		t.Fatalf("claimed: %+v", claimed)
 	}
 }

@@ -168,6 +168,27 @@ WHERE {{retryable}} AND {{claimable}}
 ORDER BY id
 LIMIT @limit
 
+-- name: InvocationUnsuspendDecided
+-- InvocationUnsuspendDecided gives back the rows suspended until an approval now
+-- decided (resume token 'approval:' || held key (64 hex digits) || ':' || own key):
+-- PENDING, for a re-run. Rows another caller has locked are skipped.
+WITH picked AS (
+	SELECT t.id AS picked_id FROM tool_invocations AS t
+	WHERE t.status = 'RUNNING' AND t.suspended_at IS NOT NULL AND substr(t.resume_token, 1, 9) = 'approval:'
+		AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = substr(t.resume_token, 10, 64) AND a.tenant = t.tenant)
+		AND {{claimable}}
+	ORDER BY t.id
+	LIMIT @limit
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE tool_invocations
+SET status = 'PENDING', suspended_at = NULL, resume_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
+	earlier_effect_sent_at = COALESCE(earlier_effect_sent_at, effect_sent_at),
+	effect_sent_at = NULL, effect_token = NULL, updated_at = now()
+FROM picked
+WHERE id = picked.picked_id AND status = 'RUNNING' AND suspended_at IS NOT NULL
+RETURNING {{invocationColumns}}
+
 -- name: InvocationCountUnclaimable
 -- InvocationCountUnclaimable counts the rows the sweep or the retryable list
 -- would act on that @tools (never NULL here) does not match, split by whether a
