@@ -390,9 +390,20 @@ func TestExecute_WatermarkFailureSendsNoEffect(t *testing.T) {
 	cutOff.dead.Store(true)
 	h := newHarnessOn(t, cutOff, runtime.Config{Lease: 50 * time.Millisecond}, send)
 	send.run = func(ctx context.Context, tc *runtime.ExecContext, args json.RawMessage) (runtime.ToolResult, error) {
-		time.Sleep(100 * time.Millisecond)
-		if _, err := h.store.InvocationSweep(ctx, store.SweepParams{Limit: 10, MaxAttempts: 5, Claimable: store.Claimable{AllTools: true}}); err != nil {
-			return runtime.ToolResult{}, err
+		// Sweep until the lease, no longer renewed, has run out by the store's clock and
+		// the sweep took the row: a condition, not a guess at how long that takes.
+		for deadline := time.Now().Add(time.Minute); ; {
+			swept, err := h.store.InvocationSweep(ctx, store.SweepParams{Limit: 10, MaxAttempts: 5, Claimable: store.Claimable{AllTools: true}})
+			if err != nil {
+				return runtime.ToolResult{}, err
+			}
+			if len(swept) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return runtime.ToolResult{}, errors.New("the lease never expired")
+			}
+			time.Sleep(5 * time.Millisecond) // between passes only
 		}
 		if err := tc.MarkEffectSent(ctx); err != nil {
 			return runtime.ToolResult{}, err

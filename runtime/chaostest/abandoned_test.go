@@ -73,18 +73,26 @@ func TestAbandonedCallIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The worker lives on (its renewal runs); its call is over. Another worker sweeps
-	// after three leases.
-	time.Sleep(3 * lease)
+	// The worker lives on (its renewal runs); its call is over. Another worker's
+	// recovery passes reclaim the call once its lease, no longer renewed, has run out by
+	// the database clock: the wait is for that condition, bounded as a failure guard (a
+	// renewal that went on would keep the row RUNNING for as long as the worker lives).
 	other, err := rt.NewPipeline(rt.Config{Registry: reg, Store: st, Lease: lease, WorkerID: "w-other"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep rt.RecoveryReport
-	for i := 0; ; i++ { // the pool may hand out a connection from before the restart
-		if rep, err = other.Recover(ctx); err == nil || i == 5 {
+	for deadline := time.Now().Add(time.Minute); ; {
+		// An error is retried: the pool may hand out a connection from before the restart.
+		if rep, err = other.Recover(ctx); err == nil {
+			if row, gerr := st.InvocationGetByKey(ctx, keyOf(idx)); gerr == nil && row.Status != store.StatusRunning {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
 			break
 		}
+		time.Sleep(lease / 4) // between passes only
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +105,7 @@ func TestAbandonedCallIsReclaimed(t *testing.T) {
 	describe := fmt.Sprintf("row %s (lease_owner %q, lease_expires_at %v, watermark %v); sweep report %+v; the caller's retry: %s/%s err=%v",
 		inv.Status, inv.LeaseOwner, inv.LeaseExpiresAt, inv.EffectSentAt != nil, rep, retry.Status, retry.ReasonCode, retryErr)
 	if inv.Status != store.StatusUncertain {
-		t.Errorf("three leases after its Execute returned, the abandoned call is still not reclaimed: %s", describe)
+		t.Errorf("a minute after its Execute returned, the abandoned call is still not reclaimed: %s", describe)
 	} else {
 		t.Log(describe)
 	}
