@@ -46,4 +46,3 @@ func (a *auditRecorder) AuditAppend(_ context.Context, e store.AuditEntry) (int6
 	a.entries = append(a.entries, e)
 	return int64(len(a.entries)), nil
 }
-
