@@ -56,6 +56,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 		return path.Join(strings.TrimSuffix(filepathToSlash(display), "/"), rel)
 	}
 	var toolFiles []string
+	sources := map[string][]byte{} // each file's text by its displayed path, for fillEnds
 	each := func(dir string, load func(rel string, data []byte)) error {
 		files, err := specFiles(fsys, dir, disp, &diags)
 		if err != nil {
@@ -69,6 +70,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 			if err != nil {
 				return fmt.Errorf("read %s: %w", disp(rel), err)
 			}
+			sources[disp(rel)] = data
 			load(rel, data)
 		}
 		return nil
@@ -105,6 +107,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 	data, err := fs.ReadFile(fsys, PolicyFile)
 	switch {
 	case err == nil:
+		sources[disp(PolicyFile)] = data
 		tree.Policy = loadPolicy(reporter{path: disp(PolicyFile), diags: &diags}, PolicyFile, data)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fmt.Errorf("read %s: %w", disp(PolicyFile), err)
@@ -112,6 +115,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 	data, err = fs.ReadFile(fsys, PrincipalsFile)
 	switch {
 	case err == nil:
+		sources[disp(PrincipalsFile)] = data
 		r := reporter{path: disp(PrincipalsFile), diags: &diags}
 		if tree.Principals = loadPrincipals(r, PrincipalsFile, data); tree.Principals != nil {
 			for _, is := range tree.Principals.Issuers {
@@ -129,6 +133,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 	data, err = fs.ReadFile(fsys, NotificationsFile)
 	switch {
 	case err == nil:
+		sources[disp(NotificationsFile)] = data
 		tree.Notifications = loadNotifications(reporter{path: disp(NotificationsFile), diags: &diags}, NotificationsFile, data)
 		checkNotificationTenants(tree, disp, &diags)
 	case !errors.Is(err, fs.ErrNotExist):
@@ -139,6 +144,7 @@ func loadFS(fsys fs.FS, display string, builtins []*Tool) (*Tree, Diagnostics, e
 	slices.SortStableFunc(tree.Devices, func(a, b *Device) int { return strings.Compare(a.DeviceID, b.DeviceID) })
 	slices.SortStableFunc(tree.Protocols, func(a, b *Protocol) int { return strings.Compare(a.Name, b.Name) })
 	check(tree, disp, &diags, toolFiles, builtins)
+	fillEnds(diags, sources)
 	return tree, diags.Sorted(), nil
 }
 
