@@ -12,21 +12,7 @@ import (
 // runApprovals is approvals: the calls of the acting principal's tenant held for an
 // approval, with their arguments.
 func runApprovals(e *env, cmd string, args []string) int {
-	var c common
-	if pos, err := e.parse(cmd, &c, args); err != nil || len(pos) > 0 {
-		return usageErr(e, cmd, "takes no arguments")
-	}
-	op, actor, err := c.openOperator(e)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	defer op.Close()
-	rows, err := op.Approvals(e.ctx, actor)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	printRows(e, &c, rows, "no call waits for an approval", true)
-	return ExitOK
+	return runQueue(e, cmd, args, (*host.Operator).Approvals, "no call waits for an approval", true)
 }
 
 // decideFlags are the flags of approve and deny.

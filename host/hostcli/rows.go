@@ -1,14 +1,39 @@
 package hostcli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgen/toolgen/host"
+	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
 )
+
+// runQueue prints one of the review queues of the acting principal's tenant (list:
+// the operator service's Approvals or Uncertain), or empty when it holds no call;
+// withArgs shows the calls' arguments.
+func runQueue(e *env, cmd string, args []string, list func(*host.Operator, context.Context, runtime.Principal) ([]*store.Invocation, error),
+	empty string, withArgs bool) int {
+	var c common
+	if pos, err := e.parse(cmd, &c, args); err != nil || len(pos) > 0 {
+		return usageErr(e, cmd, "takes no arguments")
+	}
+	op, actor, err := c.openOperator(e)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	defer op.Close()
+	rows, err := list(op, e.ctx, actor)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	printRows(e, &c, rows, empty, withArgs)
+	return ExitOK
+}
 
 // invocationJSON is how the review commands print a row: classification and ids,
 // never the outcome's text; the arguments only for a call waiting for an approval,

@@ -12,21 +12,7 @@ import (
 // runUncertain is uncertain: the UNCERTAIN calls of the acting principal's tenant that
 // wait for a person to say whether their effect happened.
 func runUncertain(e *env, cmd string, args []string) int {
-	var c common
-	if pos, err := e.parse(cmd, &c, args); err != nil || len(pos) > 0 {
-		return usageErr(e, cmd, "takes no arguments")
-	}
-	op, actor, err := c.openOperator(e)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	defer op.Close()
-	rows, err := op.Uncertain(e.ctx, actor)
-	if err != nil {
-		return fail(e, cmd, err)
-	}
-	printRows(e, &c, rows, "no UNCERTAIN call waits for review", false)
-	return ExitOK
+	return runQueue(e, cmd, args, (*host.Operator).Uncertain, "no UNCERTAIN call waits for review", false)
 }
 
 // resolveFlags are resolve's flags.
