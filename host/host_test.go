@@ -52,6 +52,21 @@ result:
 `
 
 // specRoot writes files (relative path -> content) into a new spec root.
+// newAgentHost is a Host on cfg, closed when the test ends, and its default agent.
+func newAgentHost(t *testing.T, cfg Config) (*Host, runtime.Principal) {
+	t.Helper()
+	h, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	agent, err := h.Principal("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, agent
+}
+
 func specRoot(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -173,15 +188,7 @@ func TestOperator_Rules(t *testing.T) {
 	ctx := t.Context()
 	write := implOf(t, writeYAML)
 	dir := specRoot(t, map[string]string{"tools/demo.write.yaml": writeYAML})
-	h, err := New(ctx, Config{Dir: dir, Tools: []runtime.Tool{write}, ApprovalHold: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	agent, err := h.Principal("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, agent := newAgentHost(t, Config{Dir: dir, Tools: []runtime.Tool{write}, ApprovalHold: 1})
 	// Arguments of unknown provenance on a medium-risk write: held for a person.
 	o, err := h.Call(ctx, CallRequest{Tool: "demo.write", Args: json.RawMessage(`{"text":"x"}`), Principal: agent,
 		ArgumentTrust: runtime.TrustExternalUntrusted})

@@ -16,15 +16,7 @@ func TestOperator_HoldReason(t *testing.T) {
 	ctx := t.Context()
 	write := implOf(t, writeYAML)
 	dir := specRoot(t, map[string]string{"tools/demo.write.yaml": writeYAML})
-	h, err := New(ctx, Config{Dir: dir, Tools: []runtime.Tool{write}, ApprovalHold: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	agent, err := h.Principal("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, agent := newAgentHost(t, Config{Dir: dir, Tools: []runtime.Tool{write}, ApprovalHold: 1})
 	noise := func(n int) {
 		for i := range n {
 			tenant := agent.Tenant

@@ -18,15 +18,7 @@ import (
 func TestOperator_ScriptCallsNested(t *testing.T) {
 	ctx := t.Context()
 	dir := specRoot(t, map[string]string{"README": "a spec root with no tools of its own\n"})
-	h, err := New(ctx, Config{Dir: dir, Builtins: []string{"identity.whoami", "sandbox.run_script"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	agent, err := h.Principal("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, agent := newAgentHost(t, Config{Dir: dir, Builtins: []string{"identity.whoami", "sandbox.run_script"}})
 	args, _ := json.Marshal(map[string]string{"script": "a = tools.identity.whoami()\nb = tools.identity.whoami()\nc = tools.nosuch.tool()\nresult = [a.ok, b.ok, c.reason_code]\n"})
 	for _, id := range []string{"first", "again"} {
 		o, err := h.Call(ctx, CallRequest{Tool: "sandbox.run_script", Args: args, Principal: agent, SessionID: "s1", CallID: id})

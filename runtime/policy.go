@@ -288,19 +288,21 @@ func (p *Policy) Decide(ctx context.Context, in DecisionInput) (Decision, error)
 	}
 	// An allow rule that cannot be evaluated waives nothing: the next one is tried.
 	var failed []string
-	for rules := p.allow; ; {
-		r, err := ev.first(rules)
-		if r == nil {
-			break
+	for _, r := range p.allow {
+		if !r.matches(spec.Name) {
+			continue
 		}
+		ok, err := ev.eval(r)
 		if err == nil {
-			return Decision{Verdict: VerdictAllow, Rule: r.name, Why: "rule " + r.name + " waives the approval for " + why}, nil
+			if ok {
+				return Decision{Verdict: VerdictAllow, Rule: r.name, Why: "rule " + r.name + " waives the approval for " + why}, nil
+			}
+			continue
 		}
 		if ctx.Err() != nil {
 			return Decision{}, fmt.Errorf("runtime: policy rule %s: %w", r.name, err)
 		}
 		failed = append(failed, fmt.Sprintf("rule %s could not be evaluated, so it waives nothing: %v", r.name, err))
-		rules = rules[slices.Index(rules, r)+1:]
 	}
 	if len(failed) > 0 {
 		why += "; " + strings.Join(failed, "; ")
