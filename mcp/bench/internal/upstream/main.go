@@ -1,8 +1,10 @@
 // Command upstream is the benchmark's upstream server as a process of its own (for
-// BenchmarkServeOverheadProcesses, see ../../doc.go): the server of package lookup,
-// served over Streamable HTTP at /mcp on --addr. Once it listens it prints
-// "listening ADDR" (the address it got, so --addr may ask for port 0) on stdout. It
-// stops on SIGINT or SIGTERM.
+// BenchmarkServeOverheadProcesses and BenchmarkGatewayStdio, see ../../doc.go): the
+// server of package lookup, served over Streamable HTTP at /mcp on --addr or, with
+// --stdio, over its standard input and output (newline-delimited JSON-RPC). Over HTTP,
+// once it listens it prints "listening ADDR" (the address it got, so --addr may ask for
+// port 0) on stdout. Over stdio it prints nothing (stdout is the protocol's) and stops
+// when its input ends. Either way it stops on SIGINT or SIGTERM.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,8 +27,19 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen on ADDR (Streamable HTTP at /mcp)")
+	stdio := flag.Bool("stdio", false, "serve over stdin/stdout instead of HTTP (--addr is ignored)")
 	flag.Parse()
 	up := lookup.NewServer(nil)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *stdio {
+		// Run returns when the client closes the connection (stdin's EOF) or on a signal.
+		if err := up.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
 	ln, err := net.Listen("tcp", *addr)
@@ -33,8 +47,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
