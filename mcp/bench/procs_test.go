@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ func BenchmarkServeOverheadProcesses(b *testing.B) {
 	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
 	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
 	r := procsRig(b)
-	mode := "separate processes (toolrun pid " + strconv.Itoa(r.procs[0].cmd.Process.Pid) + ")"
+	mode := "separate processes (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		mode += ", toolrun GOGC=" + g
 	}
@@ -56,7 +57,7 @@ func TestServeSmokeProcesses(t *testing.T) {
 	}
 	for _, i := range []int{direct, toolgen} {
 		if s := &m.s[i]; s.calls() == 0 || s.pct(0.5) <= 0 || len(s.ext) != 2 {
-			t.Fatalf("%s: %d calls, p50 %s, %d processes' CPU", sideNames[i], s.calls(), s.pct(0.5), len(s.ext))
+			t.Fatalf("%s: %d calls, p50 %s, %d processes' CPU", m.names[i], s.calls(), s.pct(0.5), len(s.ext))
 		}
 	}
 	for _, l := range append(m.table(), m.notes()...) {
@@ -77,32 +78,9 @@ func procsRig(tb testing.TB) *rig {
 	up := startProc(tb, "upstream", filepath.Join(bin, "upstream"), nil, os.Environ(), "listening ")
 	upstreamURL := "http://" + up.addr + "/mcp"
 
-	root := tb.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "servers"), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	yaml := "server_id: " + serverID + "\n" +
-		"description: The benchmark's upstream (mcp/bench/internal/upstream).\n" +
-		"configured_by: operator\n" +
-		"transport:\n  http:\n    url: " + upstreamURL + "\n" +
-		"classification:\n  side_effect: read\n  risk: low\n  idempotency: idempotent\n  required_scopes: [mcp." + serverID + "]\n" +
-		"resources: hide\nprompts: hide\n"
-	if err := os.WriteFile(filepath.Join(root, "servers", serverID+".yaml"), []byte(yaml), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	// toolrun's environment: this one without TOOLRUN_DB (the store is SQLite in the
-	// spec root), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TOOLRUN_DB=") {
-			env = append(env, kv)
-		}
-	}
-	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
-		env = append(env, "GOGC="+g)
-	}
+	root := writeSpecRoot(tb, "  http:\n    url: "+upstreamURL+"\n")
 	tr := startProc(tb, "toolrun", filepath.Join(bin, "toolrun"),
-		[]string{"serve", "--http", "127.0.0.1:0", "--dir", root}, env, "toolrun: serving MCP on http://")
+		[]string{"serve", "--http", "127.0.0.1:0", "--dir", root}, toolrunEnv(), toolrunReady)
 
 	hc := benchHTTPClient()
 	tb.Cleanup(hc.CloseIdleConnections)
@@ -114,24 +92,50 @@ func procsRig(tb testing.TB) *rig {
 	}
 }
 
+// toolrunReady starts the line `toolrun serve --http` prints once it serves.
+const toolrunReady = "toolrun: serving MCP on http://"
+
+// toolrunEnv is toolrun's environment: this one without TOOLRUN_DB (the store is SQLite
+// in the spec root), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set.
+func toolrunEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TOOLRUN_DB=") {
+			env = append(env, kv)
+		}
+	}
+	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
+		env = append(env, "GOGC="+g)
+	}
+	return env
+}
+
+// writeSpecRoot writes a spec root holding servers/bench.yaml: the upstream reached over
+// transport (the YAML of the transport key's value, indented by two spaces), classified
+// as newRig classifies it.
+func writeSpecRoot(tb testing.TB, transport string) string {
+	tb.Helper()
+	root := tb.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "servers"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	yaml := "server_id: " + serverID + "\n" +
+		"description: The benchmark's upstream (mcp/bench/internal/upstream).\n" +
+		"configured_by: operator\n" +
+		"transport:\n" + transport +
+		"classification:\n  side_effect: read\n  risk: low\n  idempotency: idempotent\n  required_scopes: [mcp." + serverID + "]\n" +
+		"resources: hide\nprompts: hide\n"
+	if err := os.WriteFile(filepath.Join(root, "servers", serverID+".yaml"), []byte(yaml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
 // buildBinaries builds toolrun and the upstream into a temporary directory, from the
 // module root (the first directory up from here holding go.mod).
 func buildBinaries(tb testing.TB) string {
 	tb.Helper()
-	root, err := filepath.Abs(".")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			tb.Fatal("no go.mod above the test's directory")
-		}
-		root = parent
-	}
+	root := moduleRoot(tb)
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		tb.Fatalf("go not on PATH: %v", err)
@@ -145,14 +149,38 @@ func buildBinaries(tb testing.TB) string {
 	return bin
 }
 
-// proc is a process of the rig: its command, the address it serves on, and its output
-// (kept for the failure messages).
+// moduleRoot is the module's root: the first directory up from here holding go.mod.
+func moduleRoot(tb testing.TB) string {
+	tb.Helper()
+	root, err := filepath.Abs(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			tb.Fatal("no go.mod above the test's directory")
+		}
+		root = parent
+	}
+}
+
+// proc is a process of the rig: its id, its command and output when the rig started it
+// (the output kept for the failure messages), and the address it serves on.
 type proc struct {
 	name string
-	cmd  *exec.Cmd
+	pid  int
+	cmd  *exec.Cmd // nil for a process found as another's child (childProc)
 	addr string
 	mu   sync.Mutex
 	out  strings.Builder
+	// addrc receives the address from the ready line (launch); exited is closed when
+	// the process has exited.
+	addrc  chan string
+	exited chan struct{}
 }
 
 // startProc starts path with args and env and waits (up to 30 s) for the line of its
@@ -160,25 +188,34 @@ type proc struct {
 // up to the next "/", "," or space. tb.Cleanup stops it: SIGINT, then SIGKILL after 3 s.
 func startProc(tb testing.TB, name, path string, args, env []string, ready string) *proc {
 	tb.Helper()
-	p := &proc{name: name, cmd: exec.Command(path, args...)}
+	p := launch(tb, name, path, args, env, ready)
+	p.waitReady(tb)
+	return p
+}
+
+// launch starts path with args and env, collecting its output (stdout and stderr) and
+// sending the address of its first line that starts with ready (if ready is not "") to
+// p.addrc. tb.Cleanup stops it: SIGINT, then SIGKILL after 3 s.
+func launch(tb testing.TB, name, path string, args, env []string, ready string) *proc {
+	tb.Helper()
+	p := &proc{name: name, cmd: exec.Command(path, args...), addrc: make(chan string, 1), exited: make(chan struct{})}
 	p.cmd.Env = env
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan struct{})
-	go func() { p.cmd.Wait(); pw.Close(); close(exited) }()
+	p.pid = p.cmd.Process.Pid
+	go func() { p.cmd.Wait(); pw.Close(); close(p.exited) }()
 	tb.Cleanup(func() {
 		p.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case <-p.exited:
 		case <-time.After(3 * time.Second):
 			p.cmd.Process.Kill()
-			<-exited
+			<-p.exited
 		}
 	})
-	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
@@ -186,27 +223,54 @@ func startProc(tb testing.TB, name, path string, args, env []string, ready strin
 			p.mu.Lock()
 			p.out.WriteString(line + "\n")
 			p.mu.Unlock()
-			if rest, ok := strings.CutPrefix(line, ready); ok {
+			if rest, ok := strings.CutPrefix(line, ready); ok && ready != "" {
 				if i := strings.IndexAny(rest, "/, "); i >= 0 {
 					rest = rest[:i]
 				}
 				select {
-				case addrc <- rest:
+				case p.addrc <- rest:
 				default:
 				}
 			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
+	return p
+}
+
+// waitReady waits (up to 30 s) for launch's ready line and sets p.addr.
+func (p *proc) waitReady(tb testing.TB) {
+	tb.Helper()
 	select {
-	case p.addr = <-addrc:
-		return p
-	case <-exited:
-		tb.Fatalf("%s exited before serving: %v\n%s", name, p.cmd.ProcessState, p.output())
+	case p.addr = <-p.addrc:
+	case <-p.exited:
+		tb.Fatalf("%s exited before serving: %v\n%s", p.name, p.cmd.ProcessState, p.output())
 	case <-time.After(30 * time.Second):
-		tb.Fatalf("%s did not serve within 30 s:\n%s", name, p.output())
+		tb.Fatalf("%s did not serve within 30 s:\n%s", p.name, p.output())
 	}
-	return nil
+}
+
+// waitListening waits (up to 60 s: node starts slowly on a loaded machine) until addr
+// accepts a TCP connection, for a process that prints no ready line; it sets p.addr.
+func (p *proc) waitListening(tb testing.TB, addr string) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			p.addr = addr
+			return
+		}
+		select {
+		case <-p.exited:
+			tb.Fatalf("%s exited before listening on %s: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s did not listen on %s within 60 s: %v\n%s", p.name, addr, err, p.output())
+		}
+	}
 }
 
 func (p *proc) output() string {
@@ -220,7 +284,10 @@ const clockTick = 10 * time.Millisecond
 
 // cpu is the user+system CPU the process has used (0 where /proc is missing).
 func (p *proc) cpu() time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if p.pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
 	if err != nil {
 		return 0
 	}

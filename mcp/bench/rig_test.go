@@ -55,8 +55,23 @@ type rig struct {
 	// (in one process; with separate processes they stay at zero).
 	upConns, tgConns *atomic.Int64
 	// procs are toolrun and the upstream when they run as processes of their own
-	// (procsRig): every slice reads their CPU. Nil in one process.
+	// (procsRig), or the gateways and their upstreams (gatewayRig): every slice reads
+	// their CPU. Nil in one process.
 	procs []*proc
+	// sides, when not nil, are the sides measure runs, direct and toolgen first
+	// (gatewayRig's: direct, toolgen and the proxies; nil for a proxy it lacks).
+	sides []*side
+	// gateway marks gatewayRig's rig: its measurements print their own table and notes.
+	gateway bool
+}
+
+// measured are the sides measure runs, in the order of measurement.s: rig.sides, or
+// direct, toolgen and pipeline (nil where the rig lacks one).
+func (r *rig) measured() []*side {
+	if r.sides != nil {
+		return r.sides
+	}
+	return []*side{r.direct, r.toolgen, r.pipeline}
 }
 
 // newRig assembles everything; tb.Cleanup tears it down.
@@ -219,6 +234,10 @@ func connect(tb testing.TB, ctx context.Context, url string, hc *http.Client) *m
 type side struct {
 	name string
 	call func(ctx context.Context) error
+	// own, when not nil, are the indices in rig.procs of the processes serving this
+	// side (gatewayRig: its gateway and its upstream, -1 for one not found); the
+	// tables charge it only theirs. Nil charges it every process's CPU.
+	own []int
 }
 
 // keys numbers the calls of a process: every call sends a key of its own.

@@ -109,7 +109,7 @@ func TestServeSmoke(t *testing.T) {
 		for i := range m.s {
 			s := &m.s[i]
 			if s.calls() == 0 || s.elapsed <= 0 || s.pct(0.5) <= 0 || s.pct(0.99) < s.pct(0.5) {
-				t.Fatalf("%s: %d calls in %s, p50 %s, p99 %s", sideNames[i], s.calls(), s.elapsed, s.pct(0.5), s.pct(0.99))
+				t.Fatalf("%s: %d calls in %s, p50 %s, p99 %s", m.names[i], s.calls(), s.elapsed, s.pct(0.5), s.pct(0.99))
 			}
 		}
 		if callers == 1 && len(m.steps["toolgen"]["settle"]) == 0 {
@@ -233,37 +233,45 @@ func runSlice(ctx context.Context, s *side, callers int, d time.Duration, procs 
 	return out, nil
 }
 
-// The sides of a measurement, in the order of measurement.s.
+// The first two sides of every measurement, in the order of measurement.s (rig.measured):
+// the baseline and toolgen. The other sides are the rig's own (pipeline in newRig's,
+// the proxies in gatewayRig's).
 const (
-	direct = iota
-	toolgen
-	pipeline
-	nSides
+	direct  = 0
+	toolgen = 1
 )
-
-var sideNames = [nSides]string{"direct", "toolgen", "pipeline"}
 
 // measurement is one caller count: every side, each round's p50 overhead and, with one
 // caller, the pipeline's step times.
 type measurement struct {
 	callers       int
+	gateway       bool     // the rig is gatewayRig's: its own table and notes
+	names         []string // the sides' names ("" for a side the rig lacks)
+	own           [][]int  // per side, the rig's processes serving it (side.own)
 	procs         []string // the names of the rig's other processes (rig.procs)
-	s             [nSides]sample
+	s             []sample
 	roundOverhead []time.Duration                       // p50(toolgen) - p50(direct) of each round's slices
 	steps         map[string]map[string][]time.Duration // side -> step -> durations
 	// conns are the TCP connections the upstream [0] and toolgen [1] accepted during
 	// each side's measured slices.
-	conns [nSides][2]int64
+	conns [][2]int64
 }
 
 // measure warms every side up, then runs rounds of one slice per side, in order on
 // even rounds and in reverse on odd ones, until each side has run cell.
 func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Duration, verbose bool) (*measurement, error) {
-	m := &measurement{callers: callers}
+	sides := r.measured()
+	nSides := len(sides)
+	m := &measurement{callers: callers, gateway: r.gateway, names: make([]string, nSides), own: make([][]int, nSides),
+		s: make([]sample, nSides), conns: make([][2]int64, nSides)}
 	for _, p := range r.procs {
 		m.procs = append(m.procs, p.name)
 	}
-	sides := [nSides]*side{r.direct, r.toolgen, r.pipeline}
+	for i, s := range sides {
+		if s != nil {
+			m.names[i], m.own[i] = s.name, s.own
+		}
+	}
 	if warm > 0 {
 		for _, s := range sides {
 			if s == nil {
@@ -278,7 +286,7 @@ func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Du
 	goruntime.GC()
 	rounds := max(1, int(cell/slice))
 	for round := range rounds {
-		var got [nSides]sample
+		got := make([]sample, nSides)
 		for k := range nSides {
 			i := k
 			if round%2 == 1 {
@@ -288,7 +296,7 @@ func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Du
 				continue
 			}
 			if callers == 1 && i != direct {
-				r.steps.set(sideNames[i])
+				r.steps.set(m.names[i])
 			}
 			up0, tg0 := r.upConns.Load(), r.tgConns.Load()
 			sm, err := runSlice(ctx, sides[i], callers, slice, r.procs)
@@ -301,7 +309,7 @@ func measure(ctx context.Context, r *rig, callers int, cell, slice, warm time.Du
 			got[i] = sm
 			if verbose {
 				fmt.Fprintf(os.Stderr, "  callers %d round %d %-8s: %6d calls, %7.0f calls/s, p50 %s µs, p99 %s µs\n",
-					callers, round, sideNames[i], sm.calls(), sm.rate(), us(sm.pct(0.5)), us(sm.pct(0.99)))
+					callers, round, m.names[i], sm.calls(), sm.rate(), us(sm.pct(0.5)), us(sm.pct(0.99)))
 			}
 		}
 		m.roundOverhead = append(m.roundOverhead, got[toolgen].pct(0.5)-got[direct].pct(0.5))
@@ -322,12 +330,14 @@ func (m *measurement) overheadP50() time.Duration {
 // report sets the benchmark's metrics (units benchstat can compare).
 func (m *measurement) report(b *testing.B) {
 	for i := range m.s {
-		s, name := &m.s[i], sideNames[i]
+		s, name := &m.s[i], m.names[i]
 		if s.calls() == 0 {
 			continue // the side is not in the rig
 		}
-		for k, p := range m.procs {
-			b.ReportMetric(s.extPerCall(k), name+"-"+p+"-CPU-us/call")
+		for _, k := range m.serving(i) {
+			if k >= 0 {
+				b.ReportMetric(s.extPerCall(k), name+"-"+m.procs[k]+"-CPU-us/call")
+			}
 		}
 		b.ReportMetric(microseconds(s.pct(0.5)), name+"-p50-us")
 		b.ReportMetric(microseconds(s.pct(0.9)), name+"-p90-us")
@@ -343,11 +353,30 @@ func (m *measurement) report(b *testing.B) {
 	b.ReportMetric(float64(t.elapsed.Nanoseconds())/float64(t.calls()), "ns/op")
 	b.ReportMetric(t.perCall(t.mallocs), "allocs/op")
 	b.ReportMetric(t.perCall(t.bytes), "B/op")
+	if m.gateway {
+		m.reportGateway(b)
+	}
+}
+
+// serving are the indices of the rig's processes that serve side i: its own (side.own,
+// -1 for one not found) or, when it names none, all of them.
+func (m *measurement) serving(i int) []int {
+	if m.own[i] != nil {
+		return m.own[i]
+	}
+	all := make([]int, len(m.procs))
+	for k := range all {
+		all[k] = k
+	}
+	return all
 }
 
 // header is the heading of the markdown table of table(): with other processes, the
 // process columns are this one's (the clients') and then one per other process.
 func (m *measurement) header() string {
+	if m.gateway {
+		return m.gatewayHeader()
+	}
 	cpu, align := "process CPU µs/call", ""
 	if len(m.procs) > 0 {
 		cpu = "clients' CPU µs/call"
@@ -363,14 +392,17 @@ func (m *measurement) header() string {
 // table is the measurement's rows of the markdown table (header): every side and the
 // difference toolgen - direct.
 func (m *measurement) table() []string {
+	if m.gateway {
+		return m.gatewayTable()
+	}
 	var rows []string
 	for i := range m.s {
 		s := &m.s[i]
 		if s.calls() == 0 {
 			continue // the side is not in the rig
 		}
-		name := sideNames[i]
-		if i == pipeline {
+		name := m.names[i]
+		if name == "pipeline" {
 			name = "(pipeline.Execute in-process)"
 		}
 		rows = append(rows, fmt.Sprintf("| %d | %s | %d | %.0f | %s | %s | %s | %s | %.0f%s | %.0f | %.0f |", m.callers, name,
@@ -397,13 +429,20 @@ func (m *measurement) extCells(f func(k int) float64) string {
 // notes are the verdict against the target, the attribution of the overhead and, with
 // one caller, the pipeline's step times.
 func (m *measurement) notes() []string {
+	if m.gateway {
+		return m.gatewayNotes()
+	}
 	r := slices.Clone(m.roundOverhead)
 	slices.Sort(r)
 	met := "met"
 	if m.overheadP50() >= targetP50 {
 		met = "NOT met"
 	}
-	d, t, p := &m.s[direct], &m.s[toolgen], &m.s[pipeline]
+	d, t, p := &m.s[direct], &m.s[toolgen], &sample{}
+	pi := slices.Index(m.names, "pipeline")
+	if pi >= 0 {
+		p = &m.s[pi]
+	}
 	out := []string{
 		fmt.Sprintf("- %d caller(s): p50 overhead **%s µs** (per round: min %s, median %s, max %s, %d rounds); target < %s µs: **%s**.",
 			m.callers, us(m.overheadP50()), us(r[0]), us(r[len(r)/2]), us(r[len(r)-1]), len(r), us(targetP50), met),
@@ -413,9 +452,12 @@ func (m *measurement) notes() []string {
 			fmt.Sprintf("  Attribution (p50 differences): toolgen's own MCP hop (toolgen − pipeline) %s µs; the pipeline around its upstream call (pipeline − direct) %s µs.",
 				us(t.pct(0.5)-p.pct(0.5)), us(p.pct(0.5)-d.pct(0.5))),
 			fmt.Sprintf("  TCP connections opened while measuring (to the upstream / to toolgen): direct %d / %d, toolgen %d / %d, pipeline %d / %d.",
-				m.conns[direct][0], m.conns[direct][1], m.conns[toolgen][0], m.conns[toolgen][1], m.conns[pipeline][0], m.conns[pipeline][1]))
+				m.conns[direct][0], m.conns[direct][1], m.conns[toolgen][0], m.conns[toolgen][1], m.conns[pi][0], m.conns[pi][1]))
 	} else {
 		out = append(out, "  Separate processes: CPU per call is each process's user+system time (/proc/PID/stat, 10 ms ticks) over a side's slices divided by its calls; allocs and KiB are the clients' (this process's).")
+		if len(m.procs) == 2 { // toolrun and the upstream (procsRig)
+			out = append(out, "  "+ratioNote(m.callers, d, t, t.extPerCall(0), t.extPerCall(1)))
+		}
 	}
 	if len(m.steps) > 0 {
 		out = append(out, "", fmt.Sprintf("Pipeline steps, %d caller (time from the end of the previous step; execute is the upstream call through the adapter):", m.callers), "",
