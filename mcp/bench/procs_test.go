@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -132,21 +133,46 @@ func writeSpecRoot(tb testing.TB, transport string) string {
 }
 
 // buildBinaries builds toolrun and the upstream into a temporary directory, from the
-// module root (the first directory up from here holding go.mod).
+// module root, once per test binary (TestMain removes the directory): the process
+// smoke tests share the build.
 func buildBinaries(tb testing.TB) string {
 	tb.Helper()
 	root := moduleRoot(tb)
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Fatalf("go not on PATH: %v", err)
+	built.once.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("go not on PATH: %w", err)
+			return
+		}
+		if built.dir, err = os.MkdirTemp("", "toolgen-bench-bin-"); err != nil {
+			built.err = err
+			return
+		}
+		cmd := exec.Command(gobin, "build", "-o", built.dir+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		tb.Fatal(built.err)
 	}
-	bin := tb.TempDir()
-	cmd := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
+	return built.dir
+}
+
+// built is buildBinaries's directory (or the error that stopped its build).
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
-	return bin
+	os.Exit(code)
 }
 
 // moduleRoot is the module's root: the first directory up from here holding go.mod.
