@@ -46,12 +46,11 @@ func BenchmarkGatewayStdio(b *testing.B) {
 	if len(missing) > 0 {
 		b.Skipf("skipping: the proxies to compare with cannot run: %s", strings.Join(missing, "; "))
 	}
-	r, cmds := gatewayRig(b, proxies)
-	mode := "separate processes, stdio upstream; toolrun pid " + strconv.Itoa(r.procs[0].pid)
+	r := gatewayRig(b, proxies)
+	mode := "separate processes, stdio upstream (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		mode += ", toolrun GOGC=" + g
 	}
-	mode += "\n" + strings.Join(cmds, "\n")
 	runBenchmark(b, r, cell, slice, mode)
 }
 
@@ -65,8 +64,8 @@ func TestGatewayStdioSmoke(t *testing.T) {
 		t.Skip("builds toolrun and the upstream and starts the proxies: not in -short")
 	}
 	proxies, missing := findProxies(t)
-	r, cmds := gatewayRig(t, proxies)
-	for _, c := range cmds {
+	r := gatewayRig(t, proxies)
+	for _, c := range r.cmds {
 		t.Log(c)
 	}
 	ctx := context.Background()
@@ -200,8 +199,8 @@ func packageVersion(dir string) (string, error) {
 // own upstream over mcp.CommandTransport; and connects one client to each (the HTTP ones
 // sharing procsRig's HTTP client). Its processes are toolrun, each proxy, the upstream
 // under each of them (found among their descendants by executable) and the direct
-// side's upstream. It returns the rig and the command lines it ran.
-func gatewayRig(tb testing.TB, proxies []proxy) (*rig, []string) {
+// side's upstream. rig.cmds are the command lines it ran.
+func gatewayRig(tb testing.TB, proxies []proxy) *rig {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
@@ -259,7 +258,8 @@ func gatewayRig(tb testing.TB, proxies []proxy) (*rig, []string) {
 		s.own = []int{gw, r.addChild(gws[i], upBin)}
 		r.sides = append(r.sides, s)
 	}
-	return r, cmds
+	r.cmds = cmds
+	return r
 }
 
 // addChild finds the process running exe below parent and adds it to r.procs as
@@ -388,7 +388,7 @@ func ratioNote(callers int, d, t *sample, toolrunCPU, upstreamCPU float64) strin
 		s += fmt.Sprintf(" (target ≤ %.1f at one caller)", targetP50Ratio)
 	}
 	if upstreamCPU > 0 {
-		s += fmt.Sprintf("; toolrun CPU ÷ its upstream's CPU per call **%.2f** (%.0f ÷ %.0f µs; target ≤ %.1f: **%s**)",
+		s += fmt.Sprintf("; toolrun CPU ÷ upstream CPU per call in toolgen's slices **%.2f** (%.0f ÷ %.0f µs; target ≤ %.1f: **%s**)",
 			cpu, toolrunCPU, upstreamCPU, targetCPURatio, verdict(cpu <= targetCPURatio))
 	}
 	s += fmt.Sprintf("; toolgen calls/s ÷ direct **%.0f %%**", rate)

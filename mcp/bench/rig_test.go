@@ -63,6 +63,9 @@ type rig struct {
 	sides []*side
 	// gateway marks gatewayRig's rig: its measurements print their own table and notes.
 	gateway bool
+	// cmds are the command lines of the processes the rig started (gatewayRig), for the
+	// benchmark's heading.
+	cmds []string
 }
 
 // measured are the sides measure runs, in the order of measurement.s: rig.sides, or

@@ -46,6 +46,9 @@ func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) 
 	ctx := context.Background()
 	head := fmt.Sprintf("%s; GOMAXPROCS %d, %d CPUs, %s per side and caller count in slices of %s; load average at the start %s",
 		mode, goruntime.GOMAXPROCS(0), goruntime.NumCPU(), cell, slice, loadAverage())
+	if len(r.cmds) > 0 {
+		head += "\n\n" + strings.Join(r.cmds, "\n") + "\n"
+	}
 	var rows []string
 	for k, c := range callers {
 		b.Run("callers="+strconv.Itoa(c), func(b *testing.B) {
@@ -334,10 +337,15 @@ func (m *measurement) report(b *testing.B) {
 		if s.calls() == 0 {
 			continue // the side is not in the rig
 		}
-		for _, k := range m.serving(i) {
-			if k >= 0 {
-				b.ReportMetric(s.extPerCall(k), name+"-"+m.procs[k]+"-CPU-us/call")
+		for j, k := range m.serving(i) {
+			if k < 0 {
+				continue
 			}
+			proc := m.procs[k]
+			if m.gateway { // the side's own processes, by role (their names have spaces)
+				proc = [...]string{"gateway", "upstream"}[j]
+			}
+			b.ReportMetric(s.extPerCall(k), name+"-"+proc+"-CPU-us/call")
 		}
 		b.ReportMetric(microseconds(s.pct(0.5)), name+"-p50-us")
 		b.ReportMetric(microseconds(s.pct(0.9)), name+"-p90-us")
