@@ -101,7 +101,7 @@ func TestGatewayStdioSmoke(t *testing.T) {
 		t.Log(l)
 	}
 	if len(missing) > 0 {
-		t.Skipf("direct and toolgen passed, but proxy side(s) left out: %s", strings.Join(missing, "; "))
+		t.Skipf("the other sides passed, but proxy side(s) left out: %s", strings.Join(missing, "; "))
 	}
 }
 
