@@ -46,8 +46,9 @@ func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) 
 	ctx := context.Background()
 	head := fmt.Sprintf("%s; GOMAXPROCS %d, %d CPUs, %s per side and caller count in slices of %s; load average at the start %s",
 		mode, goruntime.GOMAXPROCS(0), goruntime.NumCPU(), cell, slice, loadAverage())
+	var cmds string // the rig's command lines, before the table
 	if len(r.cmds) > 0 {
-		head += "\n\n" + strings.Join(r.cmds, "\n") + "\n"
+		cmds = strings.Join(r.cmds, "\n") + "\n\n"
 	}
 	var rows []string
 	for k, c := range callers {
@@ -64,7 +65,7 @@ func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) 
 			if k == len(callers)-1 {
 				tab = rows
 			}
-			b.Logf("%s, at the end %s\n\n%s\n%s\n\n%s", head, loadAverage(), m.header(), strings.Join(tab, "\n"), strings.Join(m.notes(), "\n"))
+			b.Logf("%s, at the end %s\n\n%s%s\n%s\n\n%s", head, loadAverage(), cmds, m.header(), strings.Join(tab, "\n"), strings.Join(m.notes(), "\n"))
 		})
 	}
 }
