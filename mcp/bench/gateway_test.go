@@ -279,6 +279,7 @@ func (r *rig) addChild(parent *proc, exe string) int {
 func connectStdio(tb testing.TB, ctx context.Context, path string) (*mcp.ClientSession, int) {
 	tb.Helper()
 	cmd := exec.Command(path, "--stdio")
+	dieWithParent(cmd)
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -226,6 +226,7 @@ func launch(tb testing.TB, name, path string, args, env []string, ready string) 
 	tb.Helper()
 	p := &proc{name: name, cmd: exec.Command(path, args...), addrc: make(chan string, 1), exited: make(chan struct{})}
 	p.cmd.Env = env
+	dieWithParent(p.cmd)
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
