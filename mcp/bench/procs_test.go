@@ -286,6 +286,11 @@ func (p *proc) waitListening(tb testing.TB, addr string) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
+			select {
+			case <-p.exited: // someone else took the port, and it could not listen
+				tb.Fatalf("%s exited while %s accepted connections: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
+			default:
+			}
 			p.addr = addr
 			return
 		}
