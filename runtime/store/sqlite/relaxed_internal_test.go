@@ -8,9 +8,9 @@ import (
 )
 
 // TestRelaxedInsertRestoresFull: a relaxed insert (a record-once read row) commits with
-// synchronous=NORMAL, and the writer connection is back to FULL afterwards — also after
-// an insert that met an existing key — so no watermark or settle ever commits without
-// fsync.
+// synchronous=NORMAL on the relaxed connection, and the writer connection stays FULL —
+// also after an insert that met an existing key — so no watermark or settle ever
+// commits without fsync.
 func TestRelaxedInsertRestoresFull(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "db"))
@@ -29,6 +29,10 @@ func TestRelaxedInsertRestoresFull(t *testing.T) {
 		}
 	}
 	full("after Open")
+	var relaxed int
+	if err := s.relaxed.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&relaxed); err != nil || relaxed != 1 {
+		t.Fatalf("the relaxed connection's synchronous is %d (%v), want 1 (NORMAL)", relaxed, err)
+	}
 	p := store.InsertRecordOnce(store.Call{Key: "k1", Tenant: "t", Tool: "demo.read", Decision: store.DecisionAllow},
 		store.SettleSucceeded([]byte(`{"status":"succeeded"}`)))
 	inv, inserted, err := s.InvocationInsert(ctx, p)
