@@ -21,6 +21,7 @@ import (
 const (
 	maxProvSites  = 1024
 	maxProvRounds = 256
+	maxProvWork   = 20_000_000 // expressions visited, over all rounds
 )
 
 // site is the position of a call's opening parenthesis: what the interpreter reports as
@@ -90,6 +91,7 @@ type analysis struct {
 	global  bits                 // control context of the script's fail() calls
 	changed bool
 	reason  string
+	work    int
 }
 
 // analyzeProvenance runs the analysis over src. It never panics: a panic is a fallback.
@@ -139,6 +141,16 @@ func analyzeProvenance(src string) (p provenance) {
 		a.deps[i].or(a.global)
 	}
 	return provenance{sites: a.sites, deps: a.deps}
+}
+
+// busy counts a step of the analysis and reports whether it has given up (then it
+// does no more work).
+func (a *analysis) busy() bool {
+	a.work++
+	if a.work > maxProvWork {
+		a.giveUp("the script is too large to analyse")
+	}
+	return a.reason != ""
 }
 
 func (a *analysis) giveUp(format string, args ...any) {
@@ -477,6 +489,9 @@ func (a *analysis) assign(e syntax.Expr, srcs []int, t bits, ctx bits) {
 
 // roots are the nodes whose objects e's value may be or contain (may alias).
 func (a *analysis) roots(e syntax.Expr) []int {
+	if a.busy() {
+		return nil
+	}
 	switch x := e.(type) {
 	case nil:
 		return nil
@@ -568,6 +583,9 @@ func (a *analysis) calleeFn(e syntax.Expr) *fnInfo {
 // the sites its value may depend on.
 func (a *analysis) eval(e syntax.Expr, ctx bits) bits {
 	out := a.newBits()
+	if a.busy() {
+		return out
+	}
 	switch x := e.(type) {
 	case nil:
 	case *syntax.Ident:

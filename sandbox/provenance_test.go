@@ -64,15 +64,18 @@ const read = "r = tools.t.read(path = \"in.txt\")\nt = r.result[\"text\"]\n"
 // produced carries the script's own trust (the new precision of carried provenance).
 func TestProvenancePrecise(t *testing.T) {
 	for name, script := range map[string]string{
-		"constants":    read + `tools.t.write(path = "c", text = "const")`,
-		"before read":  `tools.t.write(path = "c", text = "const")` + "\n" + read,
-		"shared path":  "p = \"in.txt\"\n" + "r = tools.t.read(path = p)\n" + `tools.t.write(path = p, text = "x")`,
-		"trusted feed": read + "n = tools.t.note(v = \"fixed\")\n" + `tools.t.write(path = "c", text = n.result["v"])`,
-		"loop":         "for i in range(3):\n    r = tools.t.read(path = \"f%d\" % i)\n    tools.t.write(path = \"c%d\" % i, text = \"const\")\n",
-		"other list":   read + "l = [t]\nm = []\nm.append(\"const\")\n" + `tools.t.write(path = "c", text = m)`,
-		"def":          "def w(p):\n    return tools.t.write(path = p, text = \"const\")\n" + read + `w("c")`,
-		"read in def":  "def get(p):\n    return tools.t.read(path = p).result[\"text\"]\n" + "x = get(\"in.txt\")\n" + `tools.t.write(path = "c", text = "const")`,
-		"trusted if":   read + "if 1 < 2:\n    tools.t.write(path = \"c\", text = \"const\")\n",
+		"constants":     read + `tools.t.write(path = "c", text = "const")`,
+		"before read":   `tools.t.write(path = "c", text = "const")` + "\n" + read,
+		"shared path":   "p = \"in.txt\"\n" + "r = tools.t.read(path = p)\n" + `tools.t.write(path = p, text = "x")`,
+		"trusted feed":  read + "n = tools.t.note(v = \"fixed\")\n" + `tools.t.write(path = "c", text = n.result["v"])`,
+		"loop":          "for i in range(3):\n    r = tools.t.read(path = \"f%d\" % i)\n    tools.t.write(path = \"c%d\" % i, text = \"const\")\n",
+		"other list":    read + "l = [t]\nm = []\nm.append(\"const\")\n" + `tools.t.write(path = "c", text = m)`,
+		"def":           "def w(p):\n    return tools.t.write(path = p, text = \"const\")\n" + read + `w("c")`,
+		"read in def":   "def get(p):\n    return tools.t.read(path = p).result[\"text\"]\n" + "x = get(\"in.txt\")\n" + `tools.t.write(path = "c", text = "const")`,
+		"trusted if":    read + "if 1 < 2:\n    tools.t.write(path = \"c\", text = \"const\")\n",
+		"lambda":        "w = lambda p: tools.t.write(path = p, text = \"const\")\n" + read + `w("c")`,
+		"comprehension": read + `x = [tools.t.write(path = p, text = "const") for p in ["a", "b"]]`,
+		"two reads":     read + "s = tools.t.note(v = \"x\")\nif s.ok:\n    tools.t.write(path = \"c\", text = s.result[\"v\"])\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			for i, tr := range writeTrust(t, script) {

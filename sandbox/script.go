@@ -86,7 +86,9 @@ type Result struct {
 
 // Run executes the Starlark script src, whose tool calls go through c. Every call's
 // argument trust is what the script was carried with, lowered to external_untrusted
-// once an untrusted result reached the script (see doc.go). The error is for a store
+// when its call site may depend on a site that has produced untrusted output (or, when
+// the provenance analysis gives up, once any untrusted result reached the script; see
+// doc.go). The error is for a store
 // that cannot record a call: the script is then torn down, with what it did recorded.
 func Run(ctx context.Context, c Caller, src string, lim Limits) (res Result, err error) {
 	lim = lim.withDefaults()
