@@ -534,7 +534,7 @@ func (a *analysis) roots(e syntax.Expr) []int {
 			return []int{a.calleeFn(x.Fn).ret}
 		}
 		r := a.rootsOf(argValues(x.Args))
-		if d, ok := x.Fn.(*syntax.DotExpr); ok {
+		if d, ok := x.Fn.(*syntax.DotExpr); ok && !a.isJSON(d.X) {
 			r = append(r, a.roots(d.X)...)
 		}
 		return r
@@ -569,6 +569,13 @@ func argValues(args []syntax.Expr) []syntax.Expr {
 		out = append(out, arg)
 	}
 	return out
+}
+
+// isJSON reports whether e is the predeclared json module (its functions share no
+// object with their results).
+func (a *analysis) isJSON(e syntax.Expr) bool {
+	id, ok := e.(*syntax.Ident)
+	return ok && id.Name == "json" && a.bound["json"] == 0
 }
 
 // calleeFn is the followed function a callee names, if it does.
@@ -761,7 +768,7 @@ func (a *analysis) call(x *syntax.CallExpr, ctx bits) bits {
 		out.or(a.eval(fx.X, ctx))
 		evalArgs()
 		out.or(argTaint)
-		if id, ok := fx.X.(*syntax.Ident); ok && id.Name == "json" && a.bound["json"] == 0 {
+		if a.isJSON(fx.X) {
 			break // json.encode, json.decode: nothing to mutate
 		}
 		if !nonMutating[fx.Name.Name] {
