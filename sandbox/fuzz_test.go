@@ -19,8 +19,9 @@ type countingCaller struct {
 }
 
 // mark is in the text of every untrusted result (its "s"): a call whose arguments
-// carry it took them from untrusted output.
-const mark = "zq7x"
+// carry it took them from untrusted output (unless the script spells it out, which the
+// check recognizes).
+const mark = "zq7xk2vw9pj4mr8t"
 
 func (c *countingCaller) CallTrust(_ context.Context, tool string, args json.RawMessage, trust runtime.Trust) (runtime.Outcome, error) {
 	c.n++
@@ -100,8 +101,10 @@ func FuzzScript(f *testing.F) {
 		}
 		// Carried provenance.
 		lower := strings.ToLower(src)
-		built := strings.ContainsAny(lower, "\\%") || strings.Contains(lower, "chr") ||
-			strings.Contains(lower, "zq") || strings.Contains(lower, "q7") || strings.Contains(lower, "7x")
+		built := strings.Contains(lower, "\\") || strings.Contains(lower, "chr") || strings.Contains(lower, "%c")
+		for i := 0; i+4 <= len(mark); i++ {
+			built = built || strings.Contains(lower, mark[i:i+4])
+		}
 		for i, tr := range c.trust {
 			if i < 3 && tr != runtime.TrustSystem {
 				t.Fatalf("call %d before any untrusted result carried %s", i+1, tr)
