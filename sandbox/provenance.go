@@ -54,7 +54,7 @@ func (b bits) or(o bits) bool {
 	return grew
 }
 
-// Members lists the set, for tests and messages.
+// members lists the set.
 func (b bits) members() []int {
 	var out []int
 	for i := 0; i < len(b)*64; i++ {
@@ -73,7 +73,7 @@ type fnInfo struct {
 	expr   syntax.Expr   // lambda
 	ret    int           // node of its return value
 	ctx    bits          // control context it is called or defined under
-	exit   bits          // control context of its returns and fails
+	exit   bits          // control context of its returns
 }
 
 // analysis is the state of analyzeProvenance.

@@ -37,8 +37,9 @@ func (c *trustCaller) CallTrust(_ context.Context, tool string, args json.RawMes
 }
 func (c *trustCaller) ScriptHash() string { return "h" }
 
-// writeTrust runs script and returns the trust of each t.write call it made.
-func writeTrust(t *testing.T, script string) []runtime.Trust {
+// writeTrust runs script and returns the trust of each t.write call it made, and why
+// carried provenance fell back to the whole script ("" if it did not).
+func writeTrust(t *testing.T, script string) ([]runtime.Trust, string) {
 	t.Helper()
 	c := &trustCaller{}
 	res, err := sandbox.Run(context.Background(), c, script, sandbox.Limits{})
@@ -54,7 +55,7 @@ func writeTrust(t *testing.T, script string) []runtime.Trust {
 	if len(out) == 0 {
 		t.Fatal("the script made no write")
 	}
-	return out
+	return out, res.ProvenanceFallback
 }
 
 // read is the untrusted read every case starts with.
@@ -78,7 +79,11 @@ func TestProvenancePrecise(t *testing.T) {
 		"two reads":     read + "s = tools.t.note(v = \"x\")\nif s.ok:\n    tools.t.write(path = \"c\", text = s.result[\"v\"])\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			for i, tr := range writeTrust(t, script) {
+			trust, fallback := writeTrust(t, script)
+			if fallback != "" {
+				t.Fatalf("the analysis gave up: %s", fallback)
+			}
+			for i, tr := range trust {
 				if tr != runtime.TrustSystem {
 					t.Fatalf("write %d carried %s, want the script's own trust", i+1, tr)
 				}
@@ -92,6 +97,9 @@ func TestProvenancePrecise(t *testing.T) {
 // value falls back to the per-script rule, which does too.
 func TestProvenanceLaundering(t *testing.T) {
 	const w = `tools.t.write(path = "c", text = `
+	// The cases the analysis gives up on; it follows all the others.
+	fallbacks := map[string]bool{"tool value": true, "tool arg": true, "tool in list": true, "bound method": true,
+		"getattr": true, "key function": true, "def as value": true, "lambda escapes": true, "rebound tools": true}
 	for name, script := range map[string]string{
 		"direct":         read + w + "t)",
 		"upper":          read + w + "t.upper())",
@@ -148,7 +156,11 @@ func TestProvenanceLaundering(t *testing.T) {
 		"rebound tools":  read + "tools2 = 1\ntools = tools\n" + w + "\"const\")",
 	} {
 		t.Run(name, func(t *testing.T) {
-			for i, tr := range writeTrust(t, script) {
+			trust, fallback := writeTrust(t, script)
+			if gaveUp := fallbacks[name]; (fallback != "") != gaveUp {
+				t.Fatalf("fallback %q, want one: %v", fallback, gaveUp)
+			}
+			for i, tr := range trust {
 				if tr != runtime.TrustExternalUntrusted {
 					t.Fatalf("write %d carried %s, want external_untrusted", i+1, tr)
 				}

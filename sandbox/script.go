@@ -82,6 +82,9 @@ type Result struct {
 	// Untrusted: an external_untrusted tool result reached the script.
 	Untrusted bool
 	Hash      string
+	// ProvenanceFallback is why carried provenance fell back to the rule of the whole
+	// script ("" when it was per call site; see doc.go).
+	ProvenanceFallback string
 }
 
 // Run executes the Starlark script src, whose tool calls go through c. Every call's
@@ -102,7 +105,7 @@ func Run(ctx context.Context, c Caller, src string, lim Limits) (res Result, err
 			res.Reason, res.Detail = runtime.ReasonCode("script_error"), fmt.Sprintf("internal error while running the script: %v", p)
 			res.Output, res.Printed = "", ""
 		}
-		res.Calls, res.Untrusted = r.calls, r.untrusted
+		res.Calls, res.Untrusted, res.ProvenanceFallback = r.calls, r.untrusted, r.prov.fallback
 	}()
 
 	thread := &starlark.Thread{
