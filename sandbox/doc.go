@@ -130,12 +130,13 @@
 // does not see: tools, or a tool, used other than as the callee of a call; tools
 // rebound; a def or lambda used as a value, bound twice, or a lambda not assigned to a
 // name; a call of anything but a tool, a followed function, an unshadowed builtin or
-// a method (a variable, an index, a call's result); getattr; a builtin given a key
-// function or **kwargs; load; and, as a bound on its own cost, more than 1024 tool-call
-// sites, 256 rounds without a fixpoint or 20,000,000 steps. A tool call from a site
-// it did not number (which cannot happen) gives up at run time. Given up, the script
-// falls back to the rule of the whole script: once any untrusted output has reached
-// it, every later call's arguments are external_untrusted.
+// a method (a variable, an index, a call's result); a builtin used as a value;
+// getattr; a builtin given a key function or **kwargs; load; a script that does not
+// parse; and, as a bound on its own cost, more than 1024 tool-call sites, 256 rounds
+// without a fixpoint or 20,000,000 steps. A tool call from a site it did not number
+// (which cannot happen) gives up at run time. Given up, the script falls back to the
+// rule of the whole script: once any untrusted output has reached it, every later
+// call's arguments are external_untrusted (Result.ProvenanceFallback says why).
 //
 // Soundness: every way a value can reach a call's arguments in Starlark (no
 // reflection, no implicit calls, no I/O, values made only by the constructs above) is
