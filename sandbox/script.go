@@ -91,8 +91,8 @@ type Result struct {
 // argument trust is what the script was carried with, lowered to external_untrusted
 // when its call site may depend on a site that has produced untrusted output (or, when
 // the provenance analysis gives up, once any untrusted result reached the script; see
-// doc.go). The error is for a store
-// that cannot record a call: the script is then torn down, with what it did recorded.
+// doc.go). The error is for a store that cannot record a call: the script is then torn
+// down, with what it did recorded.
 func Run(ctx context.Context, c Caller, src string, lim Limits) (res Result, err error) {
 	lim = lim.withDefaults()
 	r := &run{ctx: ctx, c: c, lim: lim}
@@ -400,8 +400,13 @@ func (t toolRef) CallInternal(thread *starlark.Thread, args starlark.Tuple, kwar
 	if names.Domain(t.name) == "sandbox" {
 		return nil, fmt.Errorf("%s: a script cannot run scripts", t)
 	}
-	// The caller's frame is at the call's opening parenthesis: the call's site.
-	return t.r.call(t.name, kwargs, thread.CallFrame(1).Pos)
+	// The caller's frame is at the call's opening parenthesis: the call's site (none
+	// without a caller: an unknown site, which falls back to the per-script rule).
+	var at syntax.Position
+	if thread.CallStackDepth() >= 2 {
+		at = thread.CallFrame(1).Pos
+	}
+	return t.r.call(t.name, kwargs, at)
 }
 
 // toGo converts a Starlark value to JSON-ready Go values.
