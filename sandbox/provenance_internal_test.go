@@ -3,6 +3,10 @@ package sandbox
 import (
 	"strings"
 	"testing"
+
+	"go.starlark.net/syntax"
+
+	"github.com/toolgen/toolgen/runtime"
 )
 
 // TestProvenanceFallback: what the analysis does not follow makes it give up (the
@@ -78,4 +82,21 @@ func FuzzProvenance(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUnknownSite: a tool call from a site the analysis did not number makes the rest
+// of the script fall back to the per-script rule.
+func TestUnknownSite(t *testing.T) {
+	r := &run{prov: analyzeProvenance("r = tools.t.r()\ntools.t.w(x = 1)"), untrusted: true}
+	r.siteUntrusted = make([]bool, len(r.prov.deps))
+	r.siteUntrusted[0] = true
+	if tr, id := r.argumentTrust(syntax.MakePosition(nil, 2, 10)); tr != runtime.TrustSystem || id != 1 {
+		t.Fatalf("the constant call: %s, site %d", tr, id)
+	}
+	if tr, id := r.argumentTrust(syntax.MakePosition(nil, 7, 7)); tr != runtime.TrustExternalUntrusted || id != -1 || r.prov.fallback == "" {
+		t.Fatalf("an unknown site: %s, site %d, fallback %q", tr, id, r.prov.fallback)
+	}
+	if tr, _ := r.argumentTrust(syntax.MakePosition(nil, 2, 10)); tr != runtime.TrustExternalUntrusted {
+		t.Fatalf("after the fallback: %s", tr)
+	}
 }
