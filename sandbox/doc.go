@@ -125,6 +125,13 @@
 // body and its result, and fail() every call of the script. The analysis iterates to
 // a fixpoint, so loops and cycles of assignments are covered.
 //
+// What it costs in precision: the analysis is context-insensitive, so a tool call
+// inside a function is one site for all its callers (one tainted argument in one
+// call taints the site); names that ever share a value share their dependencies; and
+// a check such as `if not o.ok: fail(...)` after an untrusted read makes every later
+// call depend on that read (whether they are made at all depends on its outcome),
+// which is the rule of the whole script again for that script.
+//
 // Sources are exactly the tool-call sites, and a tool can only be called at one, so the
 // analysis gives up whenever a tool or a function could be called from somewhere it
 // does not see: tools, or a tool, used other than as the callee of a call; tools
