@@ -87,15 +87,76 @@
 //
 // A script's calls are at most as trusted as the call that carried the script (RT-6;
 // runtime.Bridge.CallTrust never raises): origin_trust is the script call's, and so is
-// argument_trust, lowered further by carried provenance (ADR-0021 decision 11). Starlark
-// values carry no labels, so provenance is carried at the granularity of the script:
-// once a tool result labelled external_untrusted (or an outcome with external_detail,
-// which is always untrusted) has reached the script, every later call's arguments
-// count as depending on it and are external_untrusted. This over-approximates
-// ("this argument may depend on untrusted output"), never under-approximates: the
-// policy's risk × trust matrix holds a write fed by an untrusted read inside a script
-// exactly as it holds the same write made directly with untrusted arguments. The
-// script's own result is external_untrusted, always, as every sandbox output is
+// argument_trust, lowered to external_untrusted by carried provenance (ADR-0021
+// decision 11) when the call may depend on untrusted output. Starlark values carry no
+// labels, so the dependencies are found statically (provenance.go), per call site:
+//
+//   - Before the script runs, a conservative, flow-insensitive dataflow analysis of its
+//     syntax tree gives every tool-call site (tools.<domain>.<name>(...), numbered by
+//     the position of its opening parenthesis) the set of tool-call sites whose results
+//     its arguments, or the fact that it is reached at all, may depend on. The
+//     granularity is the call site, not the argument: the pipeline takes one
+//     argument_trust per call, which would be the minimum over its arguments anyway.
+//   - At run time, each site remembers whether a result it produced so far was
+//     external_untrusted (or an outcome had external_detail, which is always
+//     untrusted). A call is made with external_untrusted arguments iff one of the sites
+//     it may depend on has; otherwise with the script's own trust. So a write of
+//     constants after an untrusted read is not held, and a write fed by that read is
+//     held exactly as the same write made directly with untrusted arguments.
+//
+// The analysis follows data through assignments (also augmented, and tuple
+// unpacking), for-loop and comprehension variables, subscripts, slices, attributes,
+// operators, string methods and formatting, builtins, dict and list literals, json,
+// and calls of the script's own functions (def, and a lambda assigned once to a name:
+// every argument may bind every parameter; closures read globals by name; a
+// function's result depends on its returns). A tool call's result depends on the call
+// itself and on everything its arguments depend on (a tool may echo them). Aliasing is
+// handled with classes of names that may share an object (union-find): assigning,
+// iterating, passing or returning a value puts the names it mentions in one class
+// with the target, and a method call other than the known non-mutating ones
+// (x.append(v), x.update(d), x.setdefault(k, []).append(v), ...) and x[i] = v taint
+// the receiver's whole class with the arguments (b = a; b.append(t) taints a). Names
+// are not scoped: every binding of a name is one variable, which can only merge more.
+// Implicit flows: everything under an if, a while or a for (its condition or
+// iterable), a conditional expression, the right operand of and/or, and a
+// comprehension's clauses depends on them, and so does every call of a function made
+// there (its body runs under its callers' contexts); a break or continue makes the
+// whole loop body depend on the conditions around it, a return the whole function
+// body and its result, and fail() every call of the script. The analysis iterates to
+// a fixpoint, so loops and cycles of assignments are covered.
+//
+// What it costs in precision: the analysis is context-insensitive, so a tool call
+// inside a function is one site for all its callers (one tainted argument in one
+// call taints the site); names that ever share a value share their dependencies; and
+// a check such as `if not o.ok: fail(...)` after an untrusted read makes every later
+// call depend on that read (whether they are made at all depends on its outcome),
+// which is the rule of the whole script again for that script.
+//
+// Sources are exactly the tool-call sites, and a tool can only be called at one, so the
+// analysis gives up whenever a tool or a function could be called from somewhere it
+// does not see: tools, or a tool, used other than as the callee of a call; tools
+// rebound; a def or lambda used as a value, bound twice, or a lambda not assigned to a
+// name; a call of anything but a tool, a followed function, an unshadowed builtin or
+// a method (a variable, an index, a call's result); a builtin used as a value;
+// getattr; a builtin given a key function or **kwargs; load; a script that does not
+// parse; and, as a bound on its own cost, more than 1024 tool-call sites, 256 rounds
+// without a fixpoint or 20,000,000 steps. A tool call from a site it did not number
+// (which cannot happen) gives up at run time. Given up, the script falls back to the
+// rule of the whole script: once any untrusted output has reached it, every later
+// call's arguments are external_untrusted (Result.ProvenanceFallback says why).
+//
+// Soundness: every way a value can reach a call's arguments in Starlark (no
+// reflection, no implicit calls, no I/O, values made only by the constructs above) is
+// an edge of the analysis, and an edge only ever adds dependencies, so a call whose
+// arguments, or whose being reached, may depend on a site's result has that site in
+// its set; the run-time check adds the order (a site's untrusted result reaches
+// nothing made before it). The one channel it leaves is termination, as
+// termination-insensitive information-flow analyses do: untrusted data can make the
+// script stop early (a runtime error such as a missing key, a budget), so a later call
+// is not made, but it cannot choose a call's arguments or make a call that would
+// otherwise not be made. fail() under a condition is handled as an explicit exit.
+//
+// The script's own result is external_untrusted, always, as every sandbox output is
 // forced to be at registration; the result's untrusted field says whether untrusted
-// data actually reached it.
+// data actually reached the script.
 package sandbox

@@ -15,11 +15,18 @@ import (
 type countingCaller struct {
 	n     int
 	trust []runtime.Trust
+	args  []string
 }
+
+// mark is in the text of every untrusted result (its "s"): a call whose arguments
+// carry it took them from untrusted output (unless the script spells it out, which the
+// check recognizes).
+const mark = "zq7xk2vw9pj4mr8t"
 
 func (c *countingCaller) CallTrust(_ context.Context, tool string, args json.RawMessage, trust runtime.Trust) (runtime.Outcome, error) {
 	c.n++
 	c.trust = append(c.trust, trust)
+	c.args = append(c.args, string(args))
 	id := "h:" + itoa(c.n)
 	if c.n%5 == 0 {
 		return runtime.NewOutcome(runtime.ReasonPolicyDenied, id), nil
@@ -27,6 +34,7 @@ func (c *countingCaller) CallTrust(_ context.Context, tool string, args json.Raw
 	res := runtime.ToolResult{OK: true, Structured: json.RawMessage(`{"n":1,"s":"x","l":[1,2.5,null,true],"o":{"k":"v"}}`), Trust: runtime.TrustTool}
 	if c.n%3 == 0 {
 		res.Trust = runtime.TrustExternalUntrusted
+		res.Structured = json.RawMessage(`{"n":1,"s":"` + mark + `","l":[1,2.5,null,true],"o":{"k":"` + mark + `"}}`)
 	}
 	return runtime.Succeeded(id, res), nil
 }
@@ -35,7 +43,10 @@ func (c *countingCaller) ScriptHash() string { return "h" }
 // FuzzScript: arbitrary script text never panics the host (Run's recover turns a panic
 // into script_error with "internal error", which fails here) and never escapes its
 // budgets: at most MaxCalls calls, output within MaxOutputBytes, and the steps budget
-// ends every loop. No wall-clock limit is asserted: the context has none.
+// ends every loop. No wall-clock limit is asserted: the context has none. Carried
+// provenance: no call is untrusted before an untrusted result reached the script, and
+// a call whose arguments carry an untrusted result's text is untrusted (a dynamic
+// check of the analysis's explicit flows; FuzzProvenance fuzzes the analysis itself).
 func FuzzScript(f *testing.F) {
 	for _, s := range []string{
 		"result = 1",
@@ -59,6 +70,10 @@ func FuzzScript(f *testing.F) {
 		"result = 2 ** 100",
 		"tools.a.b(x = {1: 2})",
 		"x = set([1])\nresult = list(x)",
+		"a = tools.a.b()\nb = tools.a.b()\nc = tools.a.b()\nl = []\nm = l\nm.append(c.result['s'].upper())\ntools.a.w(x = l)",
+		"def f(o):\n    return o.result['o']['k']\nfor i in range(4):\n    o = tools.a.b()\n    tools.a.w(x = f(o) + '!')",
+		"t = []\nfor i in range(4):\n    t.append(tools.a.b())\ng = lambda x: [y.result for y in x]\ntools.a.w(v = g(t))",
+		"for i in range(3):\n    r = tools.a.b()\ntools.a.w(v = 'const')\ntools.a.w(v = r.result['s'])",
 	} {
 		f.Add(s)
 	}
@@ -84,14 +99,18 @@ func FuzzScript(f *testing.F) {
 		if res.Reason == "" && !json.Valid([]byte(res.Output)) {
 			t.Fatalf("result is not JSON: %q", res.Output)
 		}
-		// Carried provenance: after the first untrusted result every call is untrusted.
-		tainted := false
+		// Carried provenance.
+		lower := strings.ToLower(src)
+		built := strings.Contains(lower, "\\") || strings.Contains(lower, "chr") || strings.Contains(lower, "%c")
+		for i := 0; i+4 <= len(mark); i++ {
+			built = built || strings.Contains(lower, mark[i:i+4])
+		}
 		for i, tr := range c.trust {
-			if tainted && tr != runtime.TrustExternalUntrusted {
-				t.Fatalf("call %d after an untrusted result carried %s", i+1, tr)
+			if i < 3 && tr != runtime.TrustSystem {
+				t.Fatalf("call %d before any untrusted result carried %s", i+1, tr)
 			}
-			if (i+1)%3 == 0 && (i+1)%5 != 0 {
-				tainted = true
+			if !built && strings.Contains(strings.ToLower(c.args[i]), mark) && tr != runtime.TrustExternalUntrusted {
+				t.Fatalf("call %d took untrusted text as arguments (%s) but carried %s", i+1, c.args[i], tr)
 			}
 		}
 	})

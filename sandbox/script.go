@@ -82,15 +82,22 @@ type Result struct {
 	// Untrusted: an external_untrusted tool result reached the script.
 	Untrusted bool
 	Hash      string
+	// ProvenanceFallback is why carried provenance fell back to the rule of the whole
+	// script ("" when it was per call site; see doc.go).
+	ProvenanceFallback string
 }
 
 // Run executes the Starlark script src, whose tool calls go through c. Every call's
 // argument trust is what the script was carried with, lowered to external_untrusted
-// once an untrusted result reached the script (see doc.go). The error is for a store
-// that cannot record a call: the script is then torn down, with what it did recorded.
+// when its call site may depend on a site that has produced untrusted output (or, when
+// the provenance analysis gives up, once any untrusted result reached the script; see
+// doc.go). The error is for a store that cannot record a call: the script is then torn
+// down, with what it did recorded.
 func Run(ctx context.Context, c Caller, src string, lim Limits) (res Result, err error) {
 	lim = lim.withDefaults()
 	r := &run{ctx: ctx, c: c, lim: lim}
+	r.prov = analyzeProvenance(src)
+	r.siteUntrusted = make([]bool, len(r.prov.deps))
 	res.Hash = c.ScriptHash()
 	defer func() {
 		// Starlark must never take the host down; a panic is the script's error.
@@ -98,7 +105,7 @@ func Run(ctx context.Context, c Caller, src string, lim Limits) (res Result, err
 			res.Reason, res.Detail = runtime.ReasonCode("script_error"), fmt.Sprintf("internal error while running the script: %v", p)
 			res.Output, res.Printed = "", ""
 		}
-		res.Calls, res.Untrusted = r.calls, r.untrusted
+		res.Calls, res.Untrusted, res.ProvenanceFallback = r.calls, r.untrusted, r.prov.fallback
 	}()
 
 	thread := &starlark.Thread{
@@ -183,6 +190,11 @@ type run struct {
 	untrusted bool
 	storeErr  error
 
+	// prov is the carried-provenance analysis of the script; siteUntrusted says, per
+	// tool-call site, whether a result it produced so far was external_untrusted.
+	prov          provenance
+	siteUntrusted []bool
+
 	// stopReason is set once, by the first budget or stop that ends the script (the
 	// wall-time watcher runs on its own goroutine).
 	mu         sync.Mutex
@@ -205,8 +217,37 @@ func (r *run) stopped() (runtime.ReasonCode, string) {
 	return r.stopReason, r.stopDetail
 }
 
-// call is one tool call from the script: tools.<name>(**kwargs).
-func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error) {
+// argumentTrust is the trust of the arguments of a call made at the call site at (the
+// position of its opening parenthesis): external_untrusted iff a site it may depend on
+// has produced untrusted output so far, or, when the analysis gave up, iff any
+// untrusted output reached the script (see doc.go). It returns the site's id (-1 when
+// there is none).
+func (r *run) argumentTrust(at syntax.Position) (runtime.Trust, int) {
+	id := -1
+	if r.prov.fallback == "" {
+		if i, ok := r.prov.sites[site{at.Line, at.Col}]; ok {
+			id = i
+		} else {
+			// A call from a site the analysis did not see (it cannot happen: a tool
+			// is never a value): the script falls back to the per-script rule.
+			r.prov.fallback = "a tool call from an unknown site"
+		}
+	}
+	untrusted := r.untrusted
+	if id >= 0 {
+		untrusted = false
+		for _, d := range r.prov.deps[id].members() {
+			untrusted = untrusted || r.siteUntrusted[d]
+		}
+	}
+	if untrusted {
+		return runtime.TrustExternalUntrusted, id
+	}
+	return runtime.TrustSystem, id
+}
+
+// call is one tool call from the script: tools.<name>(**kwargs), at the site at.
+func (r *run) call(name string, kwargs []starlark.Tuple, at syntax.Position) (starlark.Value, error) {
 	if len(r.calls) >= r.lim.MaxCalls {
 		r.stop(runtime.ReasonCode("script_max_calls"), fmt.Sprintf("call %d of %s: the script may make at most %d calls", len(r.calls)+1, name, r.lim.MaxCalls))
 		return nil, errors.New("script_max_calls")
@@ -224,12 +265,9 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: arguments: %v", name, err)
 	}
-	// Carried provenance: once untrusted output reached the script, every argument may
-	// depend on it (see doc.go).
-	trust := runtime.TrustSystem
-	if r.untrusted {
-		trust = runtime.TrustExternalUntrusted
-	}
+	// Carried provenance (see doc.go). TrustSystem is lowered to the script call's
+	// own trust by CallTrust (RT-6: never raised).
+	trust, id := r.argumentTrust(at)
 	o, err := r.c.CallTrust(r.ctx, name, raw, trust)
 	torn := errors.Is(err, runtime.ErrScriptTornDown)
 	if err != nil && !torn {
@@ -239,11 +277,12 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (starlark.Value, error)
 	}
 	rec := CallRecord{Ordinal: len(r.calls) + 1, Tool: name, CallID: o.CallID, Status: o.Status, ReasonCode: o.ReasonCode, Replayed: o.Replayed}
 	r.calls = append(r.calls, rec)
-	if o.Status == runtime.OutcomeSucceeded && o.Result != nil && resultUntrusted(o.Result) {
+	if (o.Status == runtime.OutcomeSucceeded && o.Result != nil && resultUntrusted(o.Result)) ||
+		o.ExternalDetail != nil { // a remote system's text is external_untrusted (RT-7)
 		r.untrusted = true
-	}
-	if o.ExternalDetail != nil {
-		r.untrusted = true // a remote system's text is external_untrusted (RT-7)
+		if id >= 0 {
+			r.siteUntrusted[id] = true
+		}
 	}
 	switch {
 	case torn:
@@ -351,7 +390,7 @@ func (t toolRef) Attr(name string) (starlark.Value, error) {
 	return toolRef{r: t.r, name: full}, nil
 }
 
-func (t toolRef) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func (t toolRef) CallInternal(thread *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%s: tool arguments are keyword arguments only (name=value)", t)
 	}
@@ -361,7 +400,13 @@ func (t toolRef) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwargs []
 	if names.Domain(t.name) == "sandbox" {
 		return nil, fmt.Errorf("%s: a script cannot run scripts", t)
 	}
-	return t.r.call(t.name, kwargs)
+	// The caller's frame is at the call's opening parenthesis: the call's site (none
+	// without a caller: an unknown site, which falls back to the per-script rule).
+	var at syntax.Position
+	if thread.CallStackDepth() >= 2 {
+		at = thread.CallFrame(1).Pos
+	}
+	return t.r.call(t.name, kwargs, at)
 }
 
 // toGo converts a Starlark value to JSON-ready Go values.

@@ -61,6 +61,7 @@ TARGETS=(
 	"./internal/identity FuzzVerify"
 	"./internal/textsafe FuzzField"
 	"./sandbox FuzzScript"
+	"./sandbox FuzzProvenance"
 )
 
 # Every func FuzzX in a _test.go file must be listed, so none is silently skipped.
