@@ -36,10 +36,9 @@ import (
 const (
 	roleSoak = "soak"
 
-	envSoakOpen      = "CRASHTEST_SOAK_OPEN"       // open calls: idx:class,... (steps 1 to 5)
-	envSoakNew       = "CRASHTEST_SOAK_NEW"        // new calls: idx:class,... (step 6)
-	envSoakNotBefore = "CRASHTEST_SOAK_NOT_BEFORE" // unix nanoseconds: no Recover before
-	envSoakPadUS     = "CRASHTEST_SOAK_PAD_US"     // the largest pad, microseconds
+	envSoakOpen  = "CRASHTEST_SOAK_OPEN"   // open calls: idx:class,... (steps 1 to 5)
+	envSoakNew   = "CRASHTEST_SOAK_NEW"    // new calls: idx:class,... (step 6)
+	envSoakPadUS = "CRASHTEST_SOAK_PAD_US" // the largest pad, microseconds
 )
 
 // The windows of a call, in pipeline order, as the markers name them.
@@ -337,11 +336,9 @@ func soakHelperMain(ctx context.Context) error {
 			approveIfHeld(ctx, st, c.key())
 		}
 	}
-	// 2. The dead worker's leases.
-	if ns, err := strconv.ParseInt(os.Getenv(envSoakNotBefore), 10, 64); err == nil {
-		time.Sleep(time.Until(time.Unix(0, ns)))
-	}
-	// 3. Recover until every open call is settled (or has no row: its caller retries).
+	// 2. Recover until every open call is settled (or has no row: its caller retries).
+	// The dead worker's leases run out meanwhile: a pass before that leaves its rows
+	// alone, so the loop waits on the rows, not on a guess of the leases' end.
 	h.phase = phaseRecover
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -372,7 +369,7 @@ func soakHelperMain(ctx context.Context) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	// 4. The callers retry with the same key.
+	// 3. The callers retry with the same key.
 	h.phase = phaseRetry
 	for _, c := range open {
 		h.cur.Store(&c)

@@ -414,18 +414,11 @@ func (l *soakLane) step(ctx context.Context, tgt *soakTarget, fresh []soakCallRe
 	r := l.r
 	r.procs.Add(1)
 	var openRefs []soakCallRef
-	notBefore := time.Now()
 	for _, oc := range l.open {
 		openRefs = append(openRefs, oc.ref)
-		if s := oc.snaps[len(oc.snaps)-1]; s.Row != nil && s.Row.Status == store.StatusRunning && s.Row.LeaseExpiresAt != nil {
-			if at := s.Row.LeaseExpiresAt.Add(30 * time.Millisecond); at.After(notBefore) {
-				notBefore = at
-			}
-		}
 	}
 	env := append(l.tg.env(), envRole+"="+roleSoak, envDir+"="+l.dir, envLeaseMS+"="+strconv.FormatInt(soakLease.Milliseconds(), 10),
 		envSoakOpen+"="+soakCallList(openRefs), envSoakNew+"="+soakCallList(fresh),
-		envSoakNotBefore+"="+strconv.FormatInt(notBefore.UnixNano(), 10),
 		envSoakPadUS+"="+strconv.FormatInt(r.pad.Microseconds(), 10))
 
 	pr, pw, err := os.Pipe()
