@@ -137,7 +137,7 @@ func compileTool(t Tool, adapter bool) (*registered, error) {
 	if reg.output, err = resolveSchema(spec.OutputSchema); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: output schema: %w", spec.Name, err)
 	}
-	if reg.argTypes, err = NewArgTypes(spec.InputSchema); err != nil {
+	if reg.argTypes, err = newArgTypes(spec.Name, spec.InputSchema); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
 	}
 	if !adapter {
@@ -148,13 +148,19 @@ func compileTool(t Tool, adapter bool) (*registered, error) {
 			return nil, fmt.Errorf("runtime: register %s: workspace paths: %w", spec.Name, err)
 		}
 	}
+	// args is typed from the input schema as toolgen declared it when it checked the
+	// expressions; an adapter's schema is the upstream's, which toolgen never saw.
+	exprArgs := reg.argTypes
+	if adapter {
+		exprArgs = nil
+	}
 	if spec.IdempotentWhen != "" {
-		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen); err != nil {
+		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen, exprArgs); err != nil {
 			return nil, fmt.Errorf("runtime: register %s: idempotent_when: %w", spec.Name, err)
 		}
 	}
 	if spec.ApprovalWhen != "" {
-		if reg.exprs.approvalWhen, err = CompileToolExpr(spec.ApprovalWhen); err != nil {
+		if reg.exprs.approvalWhen, err = CompileToolExpr(spec.ApprovalWhen, exprArgs); err != nil {
 			return nil, fmt.Errorf("runtime: register %s: approval_when: %w", spec.Name, err)
 		}
 	}
