@@ -29,13 +29,6 @@ import (
 // build time. The numbers of the decoded arguments are converted by the called tool's
 // schema ([ArgTypes]) with cellang's one conversion.
 
-// The language's constants, as runtime names them (cellang's).
-const (
-	CELStringsVersion      = cellang.StringsVersion
-	CELCostBudget          = cellang.CostBudget
-	CELMaxExpressionLength = cellang.MaxExpressionLength
-)
-
 // Bounds of the policy variables other than args (cellang's): [Policy.Decide] enforces
 // them — a rule is not evaluated on a longer value.
 const (
@@ -108,13 +101,10 @@ type BoolExpr struct {
 	usesArgs bool
 }
 
-// policyMaxLabelLength bounds risk and side_effect for the static cost estimate (see
-// BoolExpr.bounded); trust is always one of the four labels.
-const policyMaxLabelLength = cellang.PolicyMaxLabelLength
-
 // policySizes bounds the policy variables for cel-go's cost estimate (cellang's
 // bounds). Decide enforces the principal and tool bounds (policyBounds) and uses the
-// bounded program only when risk and side_effect are within policyMaxLabelLength.
+// bounded program only when risk and side_effect are within cellang.PolicyMaxLabelLength
+// (trust is always one of the four labels).
 type policySizes struct{}
 
 func (policySizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
@@ -182,7 +172,7 @@ func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error)
 	if policy {
 		sizes = policySizes{}
 	}
-	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= CELCostBudget {
+	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= cellang.CostBudget {
 		e.bounded, err = env.Program(checked, cellang.ProgramOptions(false)...)
 		if err != nil {
 			return nil, fmt.Errorf("CEL: %w", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgen/toolgen/internal/cellang"
 )
 
 func mustTool(t testing.TB, src string) *BoolExpr {
@@ -104,7 +106,7 @@ func TestCompileToolExprErrors(t *testing.T) {
 			t.Errorf("CompileToolExpr(%.40q) = %v, want an error", src, e)
 		}
 	}
-	if _, err := CompileToolExpr("args.x == '"+strings.Repeat("a", CELMaxExpressionLength-16)+"'", nil); err != nil {
+	if _, err := CompileToolExpr("args.x == '"+strings.Repeat("a", cellang.MaxExpressionLength-16)+"'", nil); err != nil {
 		t.Errorf("an expression within the length limit: %v", err)
 	}
 }
@@ -207,7 +209,7 @@ func TestToolExprCostLimit(t *testing.T) {
 		t.Fatalf("small input: %v, %v", ok, err)
 	}
 	// lowerAscii costs about one unit per ten bytes (ext.Strings version 5).
-	big := strings.Repeat("A", 11*CELCostBudget)
+	big := strings.Repeat("A", 11*cellang.CostBudget)
 	_, err := evalArgs(t, e, map[string]any{"s": big})
 	if err == nil || !strings.Contains(err.Error(), "cost limit") {
 		t.Fatalf("an 11 MB string: err = %v, want the cost limit", err)

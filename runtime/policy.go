@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/toolgen/toolgen/internal/cellang"
 	"github.com/toolgen/toolgen/vocab"
 )
 
@@ -364,7 +365,7 @@ func (e *ruleEvaluator) eval(r *policyRule) (bool, error) {
 	if e.boundsWhy != "" {
 		return false, errors.New(e.boundsWhy)
 	}
-	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= policyMaxLabelLength && len(e.act.sideEffect) <= policyMaxLabelLength)
+	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= cellang.PolicyMaxLabelLength && len(e.act.sideEffect) <= cellang.PolicyMaxLabelLength)
 }
 
 // policyBounds says which value exceeds the bounds the build assumed, or "".

@@ -55,9 +55,9 @@ type registered struct {
 	input          *schemaCheck // nil: no schema
 	output         *schemaCheck
 	exprs          toolExprs
-	// argTypes types the decoded arguments for CEL as the spec declares them
-	// (integers stay int64, numbers float64), so run-time evaluation agrees with the
-	// build-time check.
+	// argTypes is the declaration of the arguments to CEL, from the input schema: the
+	// type of args in the tool's expressions (not an adapter's) and the CEL values of
+	// the decoded arguments (integers int64, numbers float64), as toolgen checked them.
 	argTypes *ArgTypes
 }
 

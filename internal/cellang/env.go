@@ -212,8 +212,12 @@ func (p *Provider) NewValue(name string, fields map[string]ref.Val) ref.Val {
 }
 
 // adapter wraps the shared registry so that cel.Env.Extend, which copies an adapter
-// that is a *types.Registry, shares it instead.
-type adapter struct{ types.Adapter }
+// that is a *types.Registry, shares it instead. It calls the registry directly: every
+// value an evaluation reads goes through it.
+type adapter struct{ reg *types.Registry }
+
+// NativeToValue implements types.Adapter.
+func (a adapter) NativeToValue(v any) ref.Val { return a.reg.NativeToValue(v) }
 
 type base struct {
 	reg *types.Registry
