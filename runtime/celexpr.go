@@ -63,10 +63,7 @@ func newCELEnv(args *ArgTypes, policy bool) (env *cel.Env, err error) {
 			env, err = nil, fmt.Errorf("creating the CEL environment failed: %v", p)
 		}
 	}()
-	var a *cellang.Args
-	if args != nil {
-		a = args.a
-	}
+	a := args.args()
 	if !a.Typed() {
 		e := dynToolEnv()
 		if policy {
