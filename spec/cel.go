@@ -52,13 +52,14 @@ func NewArgsEnv(t *Tool) (*cel.Env, error) {
 // argsVars are the variables of a tool's own expressions.
 var argsVars = cellang.ToolVariables
 
-// toolArgs is the declaration of t's arguments to CEL: read from its InputSchema, as
-// the runtime reads the schema the tool is registered with.
+// toolArgs is the declaration of t's arguments to CEL: read from its input schema (the
+// value InputSchema encodes), as the runtime reads the schema the tool is registered
+// with.
 func toolArgs(t *Tool) (*cellang.Args, error) {
 	if t == nil {
 		return nil, fmt.Errorf("spec: the CEL arguments of a nil tool")
 	}
-	return cellang.NewArgs(t.Name, t.InputSchema())
+	return cellang.SchemaArgs(t.Name, rootSchema(t.Args)), nil
 }
 
 func newArgsEnv(t *Tool) (*cel.Env, *cellang.Provider, error) {

@@ -64,11 +64,18 @@ func NewArgs(tool string, inputSchema []byte) (*Args, error) {
 	if err := json.Unmarshal(inputSchema, &s); err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	a := &Args{root: readNode(s, 0)}
+	return SchemaArgs(tool, s), nil
+}
+
+// SchemaArgs is [NewArgs] of a schema already decoded (map[string]any, []any, string
+// and the other values encoding/json produces): the value the build encodes as a
+// tool's InputSchema, read without encoding it.
+func SchemaArgs(tool string, schema any) *Args {
+	a := &Args{root: readNode(schema, 0)}
 	if a.root != nil && a.root.kind == kindObject && !a.root.nullable {
 		a.typeName = TypeName(tool)
 	}
-	return a, nil
+	return a
 }
 
 // Typed reports whether args is a typed object (else map(string, dyn)).
