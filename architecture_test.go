@@ -80,7 +80,6 @@ var architecture = []layer{
 	{pkg: "internal/canonjson", stdOnly: true, why: "the one canonical JSON: every hash and key"},
 	{pkg: "internal/canonjson/canonjsontest", why: "a test kit"},
 	{pkg: "internal/cellang", why: "the one CEL language: cel-go and the standard library"},
-	{pkg: "internal/celparity"},
 	{pkg: "internal/cli", stdOnly: true, why: "the exit codes and the flag parser both command lines share: nothing of the project"},
 	{pkg: "internal/events", may: []string{"runtime/store"}, stdOnly: true, why: "the event stream reads the store, nothing else"},
 	{pkg: "internal/hostile"},

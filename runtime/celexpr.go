@@ -1,14 +1,9 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -24,19 +19,15 @@ import (
 
 // CEL at run time: a tool's idempotent_when and approval_when, and the conditions of
 // the operator's policy rules (POL-1), compiled once at registration and evaluated on
-// every call, in the language of internal/cellang — the one spec checked them in at
+// every call in internal/cellang's environments — the ones spec checked them in at
 // build time (SPEC-5, POL-2): its library, its limits, its cost budget as a hard limit
-// of evaluation, its bounds of the policy variables. The runtime declares args (and
-// the policy's principal) map(string, dyn) where the build declared typed objects
-// (cellang says why); the result type may therefore be dyn here where it was bool
-// there (approval_when: "args.force"), and a non-bool value at evaluation is an error.
-
-// The language's constants, as runtime names them (cellang's).
-const (
-	CELStringsVersion      = cellang.StringsVersion
-	CELCostBudget          = cellang.CostBudget
-	CELMaxExpressionLength = cellang.MaxExpressionLength
-)
+// of evaluation, its bounds of the policy variables, and its declaration of args and
+// principal. A tool's expressions are compiled with args typed from the tool's
+// InputSchema as toolgen declared it (an adapter's, whose schema toolgen never saw,
+// with map(string, dyn)); a policy rule with args typed from the schema of the one
+// tool toolgen typed it by ([PolicyRule.ArgsSchema]), else map(string, dyn), as at
+// build time. The numbers of the decoded arguments are converted by the called tool's
+// schema ([ArgTypes]) with cellang's one conversion.
 
 // Bounds of the policy variables other than args (cellang's): [Policy.Decide] enforces
 // them — a rule is not evaluated on a longer value.
@@ -46,40 +37,49 @@ const (
 	PolicyMaxScopes          = cellang.PolicyMaxScopes
 )
 
-type celEnvs struct {
-	tool, policy *cel.Env
-	err          error
+type celEnv struct {
+	env *cel.Env
+	err error
 }
 
-var celEnvironments = sync.OnceValue(func() (e celEnvs) {
+// The environments with args map(string, dyn), shared by every expression compiled
+// without a schema.
+var (
+	dynToolEnv = sync.OnceValue(func() celEnv {
+		env, _, err := cellang.ToolEnv(nil)
+		return celEnv{env, err}
+	})
+	dynPolicyEnv = sync.OnceValue(func() celEnv {
+		env, _, err := cellang.PolicyEnv(nil)
+		return celEnv{env, err}
+	})
+)
+
+// newCELEnv builds the environment of an expression with args declared by args
+// (dyn when nil or untyped).
+func newCELEnv(args *ArgTypes, policy bool) (env *cel.Env, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			e.err = fmt.Errorf("runtime: creating the CEL environment failed: %v", p)
+			env, err = nil, fmt.Errorf("creating the CEL environment failed: %v", p)
 		}
 	}()
-	base, err := cel.NewEnv(cellang.Options()...)
+	a := args.args()
+	if !a.Typed() {
+		e := dynToolEnv()
+		if policy {
+			e = dynPolicyEnv()
+		}
+		env, err = e.env, e.err
+	} else if policy {
+		env, _, err = cellang.PolicyEnv(a)
+	} else {
+		env, _, err = cellang.ToolEnv(a)
+	}
 	if err != nil {
-		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
-		return e
+		return nil, fmt.Errorf("runtime: creating the CEL environment: %w", err)
 	}
-	dynMap := types.NewMapType(types.StringType, types.DynType)
-	if e.tool, err = base.Extend(cel.Variable("args", dynMap)); err != nil {
-		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
-		return e
-	}
-	e.policy, err = base.Extend(
-		cel.Variable("tool", types.StringType),
-		cel.Variable("risk", types.StringType),
-		cel.Variable("side_effect", types.StringType),
-		cel.Variable("trust", types.StringType),
-		cel.Variable("principal", dynMap),
-		cel.Variable("args", dynMap),
-	)
-	if err != nil {
-		e.err = fmt.Errorf("runtime: creating the CEL environment: %w", err)
-	}
-	return e
-})
+	return env, nil
+}
 
 // BoolExpr is a compiled CEL condition. It is safe for concurrent use.
 type BoolExpr struct {
@@ -98,13 +98,10 @@ type BoolExpr struct {
 	usesArgs bool
 }
 
-// policyMaxLabelLength bounds risk and side_effect for the static cost estimate (see
-// BoolExpr.bounded); trust is always one of the four labels.
-const policyMaxLabelLength = cellang.PolicyMaxLabelLength
-
 // policySizes bounds the policy variables for cel-go's cost estimate (cellang's
 // bounds). Decide enforces the principal and tool bounds (policyBounds) and uses the
-// bounded program only when risk and side_effect are within policyMaxLabelLength.
+// bounded program only when risk and side_effect are within cellang.PolicyMaxLabelLength
+// (trust is always one of the four labels).
 type policySizes struct{}
 
 func (policySizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
@@ -125,25 +122,26 @@ func (noSizes) EstimateCallCost(function, overloadID string, target *checker.Ast
 }
 
 // CompileToolExpr compiles a tool's idempotent_when or approval_when; its one variable
-// is args.
-func CompileToolExpr(src string) (*BoolExpr, error) {
-	envs := celEnvironments()
-	if envs.err != nil {
-		return nil, envs.err
+// is args, declared by args: typed from the tool's input schema, or map(string, dyn)
+// when args is nil or its schema is not an object with properties.
+func CompileToolExpr(src string, args *ArgTypes) (*BoolExpr, error) {
+	env, err := newCELEnv(args, false)
+	if err != nil {
+		return nil, err
 	}
-	return compileBool(envs.tool, src, false)
+	return compileBool(env, src, false)
 }
 
 // CompilePolicyRule compiles the condition of an operator policy rule. Its variables
 // are tool, risk, side_effect and trust (strings; trust is min(origin_trust,
-// argument_trust)), principal (a map with id and tenant, strings, and scopes, a list
-// of strings) and args.
-func CompilePolicyRule(src string) (*BoolExpr, error) {
-	envs := celEnvironments()
-	if envs.err != nil {
-		return nil, envs.err
+// argument_trust)), principal (an object with id and tenant, strings, and scopes, a
+// list of strings) and args, declared by args as in [CompileToolExpr].
+func CompilePolicyRule(src string, args *ArgTypes) (*BoolExpr, error) {
+	env, err := newCELEnv(args, true)
+	if err != nil {
+		return nil, err
 	}
-	return compileBool(envs.policy, src, true)
+	return compileBool(env, src, true)
 }
 
 func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error) {
@@ -171,7 +169,7 @@ func compileBool(env *cel.Env, src string, policy bool) (e *BoolExpr, err error)
 	if policy {
 		sizes = policySizes{}
 	}
-	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= CELCostBudget {
+	if est, err := env.EstimateCost(checked, sizes); err == nil && est.Max <= cellang.CostBudget {
 		e.bounded, err = env.Program(checked, cellang.ProgramOptions(false)...)
 		if err != nil {
 			return nil, fmt.Errorf("CEL: %w", err)
@@ -270,169 +268,54 @@ func DecodeCELArgs(raw []byte) (map[string]any, error) {
 	return (*ArgTypes)(nil).Decode(raw)
 }
 
-// ArgTypes knows which argument paths a tool's input schema declares as "number", so
-// that their values are CEL doubles even when the JSON holds an integral value. A nil
-// *ArgTypes applies the schema-less rule of [DecodeCELArgs]. It is safe for concurrent
+// ArgTypes is the declaration of a tool's arguments to CEL (cellang's), read from its
+// input schema: the type of args in the tool's expressions, and the CEL values of the
+// decoded arguments (numbers declared "number" are doubles even when the JSON holds an
+// integral value). A nil *ArgTypes declares no schema: args is map(string, dyn) and
+// numbers follow the schema-less rule of [DecodeCELArgs]. It is safe for concurrent
 // use.
-type ArgTypes struct{ root *argType }
-
-type argType struct {
-	number bool // "type": "number" (or ["number", "null"])
-	props  map[string]*argType
-	items  *argType
-}
+type ArgTypes struct{ a *cellang.Args }
 
 // NewArgTypes reads a JSON Schema (the generated InputSchema of a tool): the "type",
 // "properties" and "items" keywords, at any depth. Other keywords are ignored, and
-// where the schema says nothing the schema-less rule applies.
+// where the schema says nothing the schema-less rule applies. An empty schema gives
+// nil.
 func NewArgTypes(inputSchema []byte) (*ArgTypes, error) {
-	if len(bytes.TrimSpace(inputSchema)) == 0 {
-		return nil, nil
-	}
-	var s any
-	if err := json.Unmarshal(inputSchema, &s); err != nil {
-		return nil, fmt.Errorf("runtime: input schema: %w", err)
-	}
-	return &ArgTypes{root: readArgType(s, 0)}, nil
+	return newArgTypes("", inputSchema)
 }
 
-func readArgType(s any, depth int) *argType {
-	m, ok := s.(map[string]any)
-	if !ok || depth > CanonicalMaxDepth {
+// newArgTypes is NewArgTypes for the tool named tool, whose name the synthetic type
+// of its args carries.
+func newArgTypes(tool string, inputSchema []byte) (*ArgTypes, error) {
+	a, err := cellang.NewArgs(tool, inputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	if a == nil {
+		return nil, nil
+	}
+	return &ArgTypes{a: a}, nil
+}
+
+func (t *ArgTypes) args() *cellang.Args {
+	if t == nil {
 		return nil
 	}
-	t := &argType{}
-	switch ty := m["type"].(type) {
-	case string:
-		t.number = ty == "number"
-	case []any:
-		n := 0
-		for _, x := range ty {
-			if x == "number" {
-				t.number = true
-			}
-			if x != "null" {
-				n++
-			}
-		}
-		t.number = t.number && n == 1
-	}
-	if props, ok := m["properties"].(map[string]any); ok {
-		t.props = make(map[string]*argType, len(props))
-		for k, v := range props {
-			if pt := readArgType(v, depth+1); pt != nil {
-				t.props[k] = pt
-			}
-		}
-	}
-	t.items = readArgType(m["items"], depth+1)
-	if !t.number && len(t.props) == 0 && t.items == nil {
-		return nil
-	}
-	return t
+	return t.a
 }
 
 // Decode decodes a call's JSON arguments for CEL (see [DecodeCELArgs]); numbers at
 // paths the schema declares as "number" become float64.
 func (t *ArgTypes) Decode(raw []byte) (map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return map[string]any{}, nil
+	m, err := t.args().Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("runtime: decode arguments for CEL: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("runtime: decode arguments for CEL: more than one JSON value")
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("runtime: decode arguments for CEL: arguments must be a JSON object, found %T", v)
-	}
-	var root *argType
-	if t != nil {
-		root = t.root
-	}
-	return celValue(root, m).(map[string]any), nil
+	return m, nil
 }
 
 // Normalize converts, in place, the numbers of arguments decoded some other way
 // (float64 from encoding/json, json.Number, int) as Decode would have, and returns args.
 func (t *ArgTypes) Normalize(args map[string]any) map[string]any {
-	if args == nil {
-		return nil
-	}
-	var root *argType
-	if t != nil {
-		root = t.root
-	}
-	return celValue(root, args).(map[string]any)
-}
-
-// celValue converts the numbers in v, in place for maps and slices.
-func celValue(t *argType, v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			var et *argType
-			if t != nil {
-				et = t.props[k]
-			}
-			x[k] = celValue(et, e)
-		}
-		return x
-	case []any:
-		var et *argType
-		if t != nil {
-			et = t.items
-		}
-		for i, e := range x {
-			x[i] = celValue(et, e)
-		}
-		return x
-	case json.Number:
-		if t != nil && t.number {
-			if f, err := strconv.ParseFloat(string(x), 64); err == nil {
-				return f
-			}
-			return v
-		}
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return i
-		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return v
-		}
-		return intIfIntegral(f)
-	case float64:
-		if t != nil && t.number {
-			return x
-		}
-		return intIfIntegral(x)
-	case float32:
-		return celValue(t, float64(x))
-	case int:
-		if t != nil && t.number {
-			return float64(x)
-		}
-		return int64(x)
-	case int64:
-		if t != nil && t.number {
-			return float64(x)
-		}
-	case int32:
-		return celValue(t, int64(x))
-	}
-	return v
-}
-
-func intIfIntegral(f float64) any {
-	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
-		return int64(f)
-	}
-	return f
+	return t.args().Normalize(args)
 }

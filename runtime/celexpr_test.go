@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgen/toolgen/internal/cellang"
 )
 
 func mustTool(t testing.TB, src string) *BoolExpr {
 	t.Helper()
-	e, err := CompileToolExpr(src)
+	e, err := CompileToolExpr(src, nil)
 	if err != nil {
 		t.Fatalf("CompileToolExpr(%q): %v", src, err)
 	}
@@ -49,7 +51,7 @@ func TestToolExprEval(t *testing.T) {
 		{"args.path.startsWith('.git/')", `{"path": ".git/config"}`, true},
 		{"has(args.force) && args.force", `{}`, false},
 		{"has(args.force) && args.force", `{"force": true}`, true},
-		{"args.force", `{"force": true}`, true}, // dyn here, bool at build time
+		{"args.force", `{"force": true}`, true}, // dyn without a schema, bool when typed
 		{"size(args.tags) > 2", `{"tags": ["a", "b", "c"]}`, true},
 		{"args.tags.exists(t, t == 'x')", `{"tags": ["a", "x"]}`, true},
 		{"'x' in args.tags", `{"tags": ["a"]}`, false},
@@ -100,11 +102,11 @@ func TestCompileToolExprErrors(t *testing.T) {
 		"unknown(args)",       // no such function
 		"args.x == 1 && " + strings.Repeat("true && ", 600) + "true", // over the length limit
 	} {
-		if e, err := CompileToolExpr(src); err == nil {
+		if e, err := CompileToolExpr(src, nil); err == nil {
 			t.Errorf("CompileToolExpr(%.40q) = %v, want an error", src, e)
 		}
 	}
-	if _, err := CompileToolExpr("args.x == '" + strings.Repeat("a", CELMaxExpressionLength-16) + "'"); err != nil {
+	if _, err := CompileToolExpr("args.x == '"+strings.Repeat("a", cellang.MaxExpressionLength-16)+"'", nil); err != nil {
 		t.Errorf("an expression within the length limit: %v", err)
 	}
 }
@@ -112,7 +114,7 @@ func TestCompileToolExprErrors(t *testing.T) {
 func TestCompilePolicyRule(t *testing.T) {
 	src := "principal.tenant == 'prod' && 'admin' in principal.scopes && principal.id != '' && " +
 		"tool.startsWith('mcp.') && risk == 'high' && side_effect == 'write' && trust == 'user' && args.n == 1"
-	e, err := CompilePolicyRule(src)
+	e, err := CompilePolicyRule(src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +127,11 @@ func TestCompilePolicyRule(t *testing.T) {
 	if e.String() != src || !e.UsesArgs() {
 		t.Errorf("String/UsesArgs wrong: %q %v", e.String(), e.UsesArgs())
 	}
-	if e, _ := CompilePolicyRule("risk == 'high'"); e.UsesArgs() {
+	if e, _ := CompilePolicyRule("risk == 'high'", nil); e.UsesArgs() {
 		t.Error("UsesArgs true for an expression without args")
 	}
 	for _, bad := range []string{"unknown_var == 1", "tool", "risk + 1 == 2", "args == 1 ||"} {
-		if _, err := CompilePolicyRule(bad); err == nil {
+		if _, err := CompilePolicyRule(bad, nil); err == nil {
 			t.Errorf("CompilePolicyRule(%q) succeeded", bad)
 		}
 	}
@@ -207,7 +209,7 @@ func TestToolExprCostLimit(t *testing.T) {
 		t.Fatalf("small input: %v, %v", ok, err)
 	}
 	// lowerAscii costs about one unit per ten bytes (ext.Strings version 5).
-	big := strings.Repeat("A", 11*CELCostBudget)
+	big := strings.Repeat("A", 11*cellang.CostBudget)
 	_, err := evalArgs(t, e, map[string]any{"s": big})
 	if err == nil || !strings.Contains(err.Error(), "cost limit") {
 		t.Fatalf("an 11 MB string: err = %v, want the cost limit", err)
@@ -286,9 +288,9 @@ func TestBoundedProgram(t *testing.T) {
 		var e *BoolExpr
 		var err error
 		if c.policy {
-			e, err = CompilePolicyRule(c.src)
+			e, err = CompilePolicyRule(c.src, nil)
 		} else {
-			e, err = CompileToolExpr(c.src)
+			e, err = CompileToolExpr(c.src, nil)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
@@ -299,7 +301,7 @@ func TestBoundedProgram(t *testing.T) {
 	}
 	// Through Eval, a policy rule's variables are not bound-checked, so the budget is
 	// enforced: 2,000 scopes of 10,000 characters are far beyond what was estimated.
-	e, err := CompilePolicyRule("principal.scopes.exists(s, s.contains('zz'))")
+	e, err := CompilePolicyRule("principal.scopes.exists(s, s.contains('zz'))", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,5 +312,97 @@ func TestBoundedProgram(t *testing.T) {
 	_, err = e.Eval(context.Background(), map[string]any{"principal": map[string]any{"id": "", "tenant": "", "scopes": scopes}})
 	if err == nil || !strings.Contains(err.Error(), "cost limit") {
 		t.Errorf("huge principal through Eval: err = %v, want the cost limit", err)
+	}
+}
+
+// typedSchema is the InputSchema toolgen generates for review.merge-like arguments.
+const typedSchema = `{"additionalProperties":false,"properties":{"branch":{"type":"string"},"count":{"type":"integer"},` +
+	`"force":{"type":"boolean"},"price":{"type":"number"}},"type":"object"}`
+
+// With the tool's input schema args is typed as toolgen checked it: a misspelt field
+// or a type mismatch is refused when the tool is registered, and numbers are read as
+// declared.
+func TestTypedToolExpr(t *testing.T) {
+	at, err := NewArgTypes([]byte(typedSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[string]string{
+		"args.cuont > 1":         "undefined field 'cuont'",
+		"args.branch + 1 == 2":   "no matching overload",
+		"args.count":             "must evaluate to bool",
+		"args.count + 0.5 > 1.0": "no matching overload",
+	} {
+		if _, err := CompileToolExpr(src, at); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CompileToolExpr(%q) typed: %v, want %q", src, err, want)
+		}
+		if _, err := CompileToolExpr(src, nil); src != "args.count" && err != nil {
+			t.Errorf("CompileToolExpr(%q) untyped: %v", src, err)
+		}
+	}
+	e, err := CompileToolExpr("args.force && args.price * 2.0 > 5.0 && args.count + 1 == 4 && args.branch.startsWith('release/')", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{`{"force": true, "price": 3, "count": 3.0, "branch": "release/1"}`} {
+		args, err := at.Decode([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := evalArgs(t, e, args); err != nil || !ok {
+			t.Errorf("%s: %v, %v", raw, ok, err)
+		}
+		var plain map[string]any
+		json.Unmarshal([]byte(raw), &plain)
+		if ok, err := evalArgs(t, e, plain); err != nil || !ok {
+			t.Errorf("%s decoded by encoding/json: %v, %v", raw, ok, err)
+		}
+	}
+}
+
+// A policy rule limited to one tool is typed by the schema toolgen checked it with
+// (PolicyRule.ArgsSchema); without it, or naming more than one tool, args is dyn.
+func TestTypedPolicyRule(t *testing.T) {
+	rule := PolicyRule{Name: "r", Tools: []string{"review.merge"}, Effect: PolicyApprove, When: "args.brnch == 'main'", ArgsSchema: []byte(typedSchema)}
+	if _, err := NewPolicy([]PolicyRule{rule}); err == nil || !strings.Contains(err.Error(), "undefined field 'brnch'") {
+		t.Errorf("typed rule with a misspelt field: %v", err)
+	}
+	rule.ArgsSchema = nil
+	if _, err := NewPolicy([]PolicyRule{rule}); err != nil {
+		t.Errorf("untyped rule: %v", err)
+	}
+	rule.ArgsSchema, rule.Tools = []byte(typedSchema), []string{"review.merge", "review.close"}
+	if _, err := NewPolicy([]PolicyRule{rule}); err != nil {
+		t.Errorf("a rule over two tools: %v", err)
+	}
+	rule.Tools, rule.When = []string{"review.merge"}, "args.branch.startsWith('release/') && principal.tenant == 'prod'"
+	p := mustPolicy(t, rule)
+	d, err := p.Decide(context.Background(), DecisionInput{
+		Spec:      spec("review.merge", SideEffectWrite, RiskLow),
+		Principal: Principal{ID: "a", Tenant: "prod"}, InMode: true,
+		OriginTrust: TrustUser, ArgumentTrust: TrustUser,
+		Args: map[string]any{"branch": "release/2"},
+	})
+	if err != nil || d.Verdict != VerdictNeedsApproval || d.Rule != "r" {
+		t.Errorf("typed rule: %+v, %v", d, err)
+	}
+}
+
+func BenchmarkToolExprEvalTyped(b *testing.B) {
+	at, err := NewArgTypes([]byte(`{"type":"object","properties":{"count":{"type":"integer"},"mode":{"type":"string"}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := CompileToolExpr("args.count > 3 && args.mode == 'overwrite'", at)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vars := map[string]any{"args": map[string]any{"count": int64(2), "mode": "append"}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Eval(ctx, vars); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

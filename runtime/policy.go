@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/toolgen/toolgen/internal/cellang"
 	"github.com/toolgen/toolgen/vocab"
 )
 
@@ -50,6 +51,11 @@ type PolicyRule struct {
 	Effect string
 	// When is the rule's CEL condition (see [CompilePolicyRule]).
 	When string
+	// ArgsSchema is the input schema of the one tool the rule names when toolgen
+	// checked When with args typed by that tool (spec.Rule.ArgsTool): When is compiled
+	// with the same typed args. Nil: args is map(string, dyn), as it was at build time.
+	// It is ignored unless Tools names exactly one tool.
+	ArgsSchema []byte
 }
 
 // Policy is a compiled set of operator rules. The zero value and nil have no rules.
@@ -114,7 +120,14 @@ func NewPolicy(rules []PolicyRule) (*Policy, error) {
 				cr.exact = append(cr.exact, t)
 			}
 		}
-		expr, err := CompilePolicyRule(r.When)
+		var args *ArgTypes
+		if len(cr.exact) == 1 && len(r.Tools) == 1 && r.ArgsSchema != nil {
+			var err error
+			if args, err = newArgTypes(cr.exact[0], r.ArgsSchema); err != nil {
+				errs = append(errs, fmt.Errorf("%s: args schema: %w", label, err))
+			}
+		}
+		expr, err := CompilePolicyRule(r.When, args)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s_when: %w", label, r.Effect, err))
 		}
@@ -352,7 +365,7 @@ func (e *ruleEvaluator) eval(r *policyRule) (bool, error) {
 	if e.boundsWhy != "" {
 		return false, errors.New(e.boundsWhy)
 	}
-	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= policyMaxLabelLength && len(e.act.sideEffect) <= policyMaxLabelLength)
+	return r.expr.eval(e.ctx, e.act, len(e.act.risk) <= cellang.PolicyMaxLabelLength && len(e.act.sideEffect) <= cellang.PolicyMaxLabelLength)
 }
 
 // policyBounds says which value exceeds the bounds the build assumed, or "".

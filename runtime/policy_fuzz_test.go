@@ -69,7 +69,7 @@ func FuzzPolicyDecide(f *testing.F) {
 		}
 		in := DecisionInput{Spec: spec, Principal: pr, InMode: sel>>9&1 == 0,
 			OriginTrust: trusts[sel>>5&3], ArgumentTrust: trusts[sel>>7&3], Args: args}
-		if e, err := CompileToolExpr(approvalWhen); err == nil {
+		if e, err := CompileToolExpr(approvalWhen, nil); err == nil {
 			in.ApprovalWhen = e
 		}
 
@@ -83,7 +83,7 @@ func FuzzPolicyDecide(f *testing.F) {
 			{Name: "fuzz-approve", Effect: PolicyApprove, When: approveWhen},
 			{Name: "fuzz-allow", Effect: PolicyAllow, When: allowWhen},
 		} {
-			e, err := CompilePolicyRule(r.When)
+			e, err := CompilePolicyRule(r.When, nil)
 			if err != nil {
 				if _, perr := NewPolicy([]PolicyRule{r}); perr == nil {
 					t.Fatalf("CompilePolicyRule(%q) fails (%v) but NewPolicy accepts the rule", r.When, err)

@@ -55,9 +55,9 @@ type registered struct {
 	input          *schemaCheck // nil: no schema
 	output         *schemaCheck
 	exprs          toolExprs
-	// argTypes types the decoded arguments for CEL as the spec declares them
-	// (integers stay int64, numbers float64), so run-time evaluation agrees with the
-	// build-time check.
+	// argTypes is the declaration of the arguments to CEL, from the input schema: the
+	// type of args in the tool's expressions (not an adapter's) and the CEL values of
+	// the decoded arguments (integers int64, numbers float64), as toolgen checked them.
 	argTypes *ArgTypes
 }
 
@@ -137,7 +137,7 @@ func compileTool(t Tool, adapter bool) (*registered, error) {
 	if reg.output, err = resolveSchema(spec.OutputSchema); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: output schema: %w", spec.Name, err)
 	}
-	if reg.argTypes, err = NewArgTypes(spec.InputSchema); err != nil {
+	if reg.argTypes, err = newArgTypes(spec.Name, spec.InputSchema); err != nil {
 		return nil, fmt.Errorf("runtime: register %s: argument types: %w", spec.Name, err)
 	}
 	if !adapter {
@@ -148,13 +148,19 @@ func compileTool(t Tool, adapter bool) (*registered, error) {
 			return nil, fmt.Errorf("runtime: register %s: workspace paths: %w", spec.Name, err)
 		}
 	}
+	// args is typed from the input schema as toolgen declared it when it checked the
+	// expressions; an adapter's schema is the upstream's, which toolgen never saw.
+	exprArgs := reg.argTypes
+	if adapter {
+		exprArgs = nil
+	}
 	if spec.IdempotentWhen != "" {
-		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen); err != nil {
+		if reg.exprs.idempotentWhen, err = CompileToolExpr(spec.IdempotentWhen, exprArgs); err != nil {
 			return nil, fmt.Errorf("runtime: register %s: idempotent_when: %w", spec.Name, err)
 		}
 	}
 	if spec.ApprovalWhen != "" {
-		if reg.exprs.approvalWhen, err = CompileToolExpr(spec.ApprovalWhen); err != nil {
+		if reg.exprs.approvalWhen, err = CompileToolExpr(spec.ApprovalWhen, exprArgs); err != nil {
 			return nil, fmt.Errorf("runtime: register %s: approval_when: %w", spec.Name, err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -23,47 +22,17 @@ import (
 // argument types and cost-estimated at build time, and every finding is reported at
 // its own line and column in the YAML file.
 //
-// The language is internal/cellang's, the one the runtime compiles and evaluates the
-// expressions in: its library (the standard library, ext.Strings, cel.ExtendedValidations,
-// the parser's limit), its cost budget and its bounds of the policy variables. What is
-// spec's own is the typed declaration of args (a synthetic object type per tool), which
-// makes a misspelt field or a type mismatch an error here, and the diagnostics.
-
-// celBase is the environment every tool and policy environment extends: creating a
-// CEL environment is expensive, extending one is cheap.
-type celBase struct {
-	reg *types.Registry
-	env *cel.Env
-	err error
-}
-
-var baseEnv = sync.OnceValue(func() (b *celBase) {
-	b = &celBase{}
-	defer func() {
-		if p := recover(); p != nil {
-			b.err = fmt.Errorf("creating the CEL environment failed: %v", p)
-		}
-	}()
-	b.reg, b.err = types.NewRegistry()
-	if b.err != nil {
-		return b
-	}
-	b.env, b.err = cel.NewEnv(append([]cel.EnvOption{
-		// A provider and adapter that are not a *types.Registry are shared, not copied,
-		// by every Extend.
-		cel.CustomTypeProvider(newCELProvider(b.reg)),
-		cel.CustomTypeAdapter(celAdapter{b.reg}),
-	}, cellang.Options()...)...)
-	if b.err == nil {
-		// Build the checker now, once, rather than in the first Extend.
-		_, b.err = b.env.Extend()
-	}
-	return b
-})
+// The environments are internal/cellang's, the ones the runtime compiles and evaluates
+// the expressions in: its library (the standard library, ext.Strings,
+// cel.ExtendedValidations, the parser's limit), its cost budget, its bounds of the
+// policy variables, and its declaration of args — a synthetic object type per tool,
+// read from the tool's InputSchema, which makes a misspelt field or a type mismatch an
+// error here. What is spec's own is the cost estimate of the arguments (from
+// max_length, max_items and enum) and the diagnostics.
 
 // NewArgsEnv returns the CEL environment of tool t's own expressions
-// (idempotent_when, approval_when): one variable, args, whose type is a synthetic
-// object type (toolgen.args.<name with "." as "_">) with t's declared arguments, so a
+// (idempotent_when, approval_when): cellang's, with args declared from t's
+// InputSchema as a synthetic object type (toolgen.args.<name with "." as "_">), so a
 // misspelt field or a type mismatch fails to compile. Programs built from it evaluate
 // against the decoded JSON arguments as they are:
 //
@@ -73,7 +42,8 @@ var baseEnv = sync.OnceValue(func() (b *celBase) {
 //	out, _, err := prg.Eval(map[string]any{"args": args}) // args: map[string]any from encoding/json
 //
 // JSON numbers become CEL int or double as the field declares; an absent optional
-// field is tested with has(args.name).
+// field is tested with has(args.name). The runtime compiles the tool's expressions in
+// the same environment, built from the same schema.
 func NewArgsEnv(t *Tool) (*cel.Env, error) {
 	env, _, err := newArgsEnv(t)
 	return env, err
@@ -82,24 +52,28 @@ func NewArgsEnv(t *Tool) (*cel.Env, error) {
 // argsVars are the variables of a tool's own expressions.
 var argsVars = cellang.ToolVariables
 
-func newArgsEnv(t *Tool) (*cel.Env, *celProvider, error) {
-	b := baseEnv()
-	if b.err != nil {
-		return nil, nil, b.err
-	}
+// toolArgs is the declaration of t's arguments to CEL: read from its input schema (the
+// value InputSchema encodes), as the runtime reads the schema the tool is registered
+// with.
+func toolArgs(t *Tool) (*cellang.Args, error) {
 	if t == nil {
-		return nil, nil, fmt.Errorf("spec: NewArgsEnv of a nil tool")
+		return nil, fmt.Errorf("spec: the CEL arguments of a nil tool")
 	}
-	p := newCELProvider(b.reg)
-	args := p.addFields(argsTypeName(t.Name), "args", t.Args)
-	env, err := b.env.Extend(cel.CustomTypeProvider(p), cel.Variable("args", args))
-	return env, p, err
+	return cellang.SchemaArgs(t.Name, rootSchema(t.Args)), nil
 }
 
-// NewPolicyEnv returns the CEL environment of a policy.yaml rule (POL-1, POL-2). It
-// declares tool, risk, side_effect and trust (strings), principal (an object with id
-// and tenant, strings, and scopes, a list of strings) and args: typed as in
-// [NewArgsEnv] when t is the one builtin tool the rule names, map(string, dyn) when t
+func newArgsEnv(t *Tool) (*cel.Env, *cellang.Provider, error) {
+	args, err := toolArgs(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cellang.ToolEnv(args)
+}
+
+// NewPolicyEnv returns the CEL environment of a policy.yaml rule (POL-1, POL-2):
+// cellang's. It declares tool, risk, side_effect and trust (strings), principal (an
+// object with id and tenant, strings, and scopes, a list of strings) and args: typed
+// as in [NewArgsEnv] when t is the one tool the rule names, map(string, dyn) when t
 // is nil. Evaluate with principal bound to a map[string]any with keys "id", "tenant"
 // and "scopes" ([]any or []string), within cellang's Policy* bounds.
 func NewPolicyEnv(t *Tool) (*cel.Env, error) {
@@ -110,45 +84,22 @@ func NewPolicyEnv(t *Tool) (*cel.Env, error) {
 // policyVars are the variables of a policy rule.
 var policyVars = cellang.PolicyVariables
 
-func newPolicyEnv(t *Tool) (*cel.Env, *celProvider, error) {
-	b := baseEnv()
-	if b.err != nil {
-		return nil, nil, b.err
-	}
-	p := newCELProvider(b.reg)
-	p.structs[principalTypeName] = &celStruct{
-		display: "principal",
-		names:   []string{"id", "tenant", "scopes"},
-		fields: map[string]*types.FieldType{
-			"id":     mapField("id", types.StringType, nil),
-			"tenant": mapField("tenant", types.StringType, nil),
-			"scopes": mapField("scopes", types.NewListType(types.StringType), nil),
-		},
-	}
-	args := types.NewMapType(types.StringType, types.DynType)
+func newPolicyEnv(t *Tool) (*cel.Env, *cellang.Provider, error) {
+	var args *cellang.Args
 	if t != nil {
-		args = p.addFields(argsTypeName(t.Name), "args", t.Args)
+		var err error
+		if args, err = toolArgs(t); err != nil {
+			return nil, nil, err
+		}
 	}
-	env, err := b.env.Extend(
-		cel.CustomTypeProvider(p),
-		cel.Variable("tool", types.StringType),
-		cel.Variable("risk", types.StringType),
-		cel.Variable("side_effect", types.StringType),
-		cel.Variable("trust", types.StringType),
-		cel.Variable("principal", types.NewObjectType(principalTypeName)),
-		cel.Variable("args", args),
-	)
-	return env, p, err
+	return cellang.PolicyEnv(args)
 }
 
 // celNames is what checkExpr suggests a misspelt name from: the environment's
 // synthetic types (their fields) and its variables.
 type celNames struct {
-	provider *celProvider
+	provider *cellang.Provider
 	vars     []string
-	// objects maps the variables of a synthetic object type to its name, so that a
-	// bare field (tenant for principal.tenant) is answered with its variable.
-	objects map[string]string
 }
 
 // checkToolCEL compiles a tool's idempotent_when and approval_when (SPEC-5).
@@ -160,7 +111,7 @@ func checkToolCEL(r reporter, t *Tool) {
 		key string
 		e   *Expr
 	}{{"idempotent_when", t.IdempotentWhen}, {"approval_when", t.ApprovalWhen}}
-	var p *celProvider
+	var p *cellang.Provider
 	env, err := safeEnv(func() (env *cel.Env, err error) {
 		env, p, err = newArgsEnv(t)
 		return env, err
@@ -173,7 +124,7 @@ func checkToolCEL(r reporter, t *Tool) {
 			r.errorf(x.e.Pos, "SPEC-5.cel-environment", "%s: cannot build the CEL environment of %s: %v", x.key, t.Name, err)
 			continue
 		}
-		names := celNames{provider: p, vars: argsVars, objects: map[string]string{"args": argsTypeName(t.Name)}}
+		names := celNames{provider: p, vars: argsVars}
 		checkExpr(r, "SPEC-5", x.key, env, names, x.e, &celSizes{args: t.Args, typed: true})
 	}
 }
@@ -186,7 +137,7 @@ func checkPolicyCEL(r reporter, p *Policy, lookup func(name string) *Tool) {
 	}
 	type built struct {
 		env *cel.Env
-		p   *celProvider
+		p   *cellang.Provider
 		err error
 	}
 	envs := map[*Tool]built{}
@@ -218,10 +169,8 @@ func checkPolicyCEL(r reporter, p *Policy, lookup func(name string) *Tool) {
 		if tool != nil {
 			sizes.args, sizes.typed = tool.Args, true
 		}
-		names := celNames{provider: b.p, vars: policyVars, objects: map[string]string{"principal": principalTypeName}}
-		if tool != nil {
-			names.objects["args"] = argsTypeName(tool.Name)
-		}
+		rule.ArgsTool = tool
+		names := celNames{provider: b.p, vars: policyVars}
 		checkExpr(r, "POL-2", label, b.env, names, rule.When, sizes)
 	}
 }
@@ -231,7 +180,7 @@ func checkPolicyCEL(r reporter, p *Policy, lookup func(name string) *Tool) {
 // and "undeclared reference to 'arg' (...)" (a variable).
 func (n celNames) suggest(msg string) string {
 	if field, ok := quotedAfter(msg, "undefined field '"); ok && n.provider != nil {
-		return n.provider.suggestField(field)
+		return n.provider.SuggestField(field, closest)
 	}
 	if ref, ok := quotedAfter(msg, "undeclared reference to '"); ok {
 		if s := closest(ref, n.vars); s != "" && s != ref {
@@ -242,10 +191,8 @@ func (n celNames) suggest(msg string) string {
 		}
 		var fields []string
 		for _, v := range n.vars {
-			if st := n.provider.structs[n.objects[v]]; st != nil {
-				for _, f := range st.names {
-					fields = append(fields, v+"."+f)
-				}
+			for _, f := range n.provider.Fields(v) {
+				fields = append(fields, v+"."+f)
 			}
 		}
 		// The bare name is compared with the field names, the suggestion is the path.
@@ -326,7 +273,7 @@ func checkExpr(r reporter, req, label string, env *cel.Env, names celNames, e *E
 		}
 	}()
 	if names.provider != nil {
-		names.provider.forgetMisses()
+		names.provider.ForgetMisses()
 	}
 	ast, iss := env.Compile(e.Source)
 	if iss != nil && iss.Err() != nil {

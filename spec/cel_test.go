@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -522,7 +523,7 @@ func BenchmarkCheckToolCEL1000(b *testing.B) {
 		}
 		tools = append(tools, tool)
 	}
-	baseEnv()
+	NewPolicyEnv(nil) // build the base environment before timing
 	for b.Loop() {
 		var diags Diagnostics
 		for _, tool := range tools {
@@ -531,5 +532,32 @@ func BenchmarkCheckToolCEL1000(b *testing.B) {
 		if len(diags) > 0 {
 			b.Fatal(diags)
 		}
+	}
+}
+
+// The declaration the build checks with is the one the runtime reads from the
+// registered InputSchema: reading the schema's value and its encoding agree, for every
+// tool of the repository and the builtins.
+func TestCELArgsAreTheInputSchemas(t *testing.T) {
+	tree, diags, err := LoadDir("..")
+	if err != nil || len(diags) > 0 {
+		t.Fatal(err, diags)
+	}
+	tools := append(slices.Clone(tree.Tools), Builtins()...)
+	for _, tool := range tools {
+		checked, err := toolArgs(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := cellang.NewArgs(tool.Name, tool.InputSchema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(checked, run) || !checked.Typed() {
+			t.Errorf("%s: the CEL declaration of args differs between its schema and the schema's encoding", tool.Name)
+		}
+	}
+	if len(tools) < 10 {
+		t.Errorf("only %d tools", len(tools))
 	}
 }

@@ -270,6 +270,10 @@ type Rule struct {
 	// Effect is approve, deny or allow; When is its condition.
 	Effect string
 	When   *Expr
+	// ArgsTool is the tool whose arguments When was checked with as typed args (the one
+	// tool the rule names, the tree's own or a builtin); nil when args is
+	// map(string, dyn) in it. The runtime types args from this tool's InputSchema too.
+	ArgsTool *Tool
 
 	Positions // of the rule's keys
 }

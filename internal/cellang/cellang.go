@@ -1,16 +1,21 @@
-// Package cellang is toolgen's one CEL language: the library, the limits and the
-// bounds that package spec checks every expression with at build time (SPEC-5, POL-2)
-// and package runtime compiles and evaluates it with on every call. Both build their
-// environments from Options and their programs from ProgramOptions, and estimate the
-// cost of a policy rule's own variables with PolicyBound, so what was checked is what
-// runs: there is one place to change the language, and nothing to keep in step.
+// Package cellang is toolgen's one CEL language and its one set of environments: the
+// library, the limits, the bounds and the declarations of the variables that package
+// spec checks every expression with at build time (SPEC-5, POL-2) and package runtime
+// compiles and evaluates it with on every call. Both build their environments with
+// ToolEnv and PolicyEnv, their programs from ProgramOptions, and estimate the cost of
+// a policy rule's own variables with PolicyBound, so what was checked is what runs:
+// there is one place to change the language, and nothing to keep in step.
 //
-// What the two still differ in is the type of args (and of the policy's principal): the
-// build declares each tool's arguments as a typed object, so a misspelt field or a type
-// mismatch is an error at the expression's position; the runtime, which does not
-// import spec, declares them map(string, dyn) and converts the decoded JSON to the
-// declared number types before evaluation (runtime.ArgTypes). An expression that
-// checked at build time therefore compiles and evaluates the same at run time.
+// args is declared by Args, read from the tool's JSON Schema (the InputSchema toolgen
+// generates, which the build computes from the spec and the runtime registers the
+// tool with): a synthetic object type per tool, so a misspelt field or a type
+// mismatch is an error at the expression's position, whose field accessors read the
+// decoded JSON arguments (map[string]any) and convert their numbers as declared.
+// Where the build has no schema — a policy rule over every tool, a pattern or an MCP
+// tool — args is map(string, dyn) at both ends, and the numbers of the decoded
+// arguments are converted by the called tool's schema with the same conversion
+// (Args.Decode, Args.Normalize). principal is one synthetic object type
+// (PrincipalTypeName) everywhere.
 //
 // It imports the standard library and cel-go only.
 package cellang

@@ -23,6 +23,10 @@ func Rules(p *spec.Policy) []runtime.PolicyRule {
 			continue
 		}
 		rule := runtime.PolicyRule{Name: r.Name, Effect: r.Effect, When: r.When.Source}
+		if r.ArgsTool != nil {
+			// The rule was checked with args typed by this tool: it runs so too.
+			rule.ArgsSchema = r.ArgsTool.InputSchema()
+		}
 		for _, t := range r.Tools {
 			rule.Tools = append(rule.Tools, t.Name)
 		}
