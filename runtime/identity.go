@@ -69,6 +69,7 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		c.newGeneration = true
 		return nil
 	case err != nil:
 		return fmt.Errorf("runtime: call identity: %w", err)
@@ -77,7 +78,7 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 		c.CallID = prev.CallID
 		return nil
 	}
-	c.CallID = nextGeneration(c.CallID, prev.CallID)
+	c.CallID, c.newGeneration = nextGeneration(c.CallID, prev.CallID), true
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func TestIdentity_DerivedCalls(t *testing.T) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
 			t.Run("ReadAgainReadsAgain", func(t *testing.T) { testReadAgainReadsAgain(t, d.open(t)) })
+			t.Run("ConcurrentIdenticalReadsRecordOnce", func(t *testing.T) { testConcurrentIdenticalReads(t, d.open(t)) })
 			t.Run("WriteRetryWithinTheWindowReplays", func(t *testing.T) { testWriteRetryReplays(t, d.open(t)) })
 			t.Run("RefusalIsDecidedAgain", func(t *testing.T) { testRefusalDecidedAgain(t, d.open(t)) })
 			t.Run("HeldWriteIsJoinedNotHeldTwice", func(t *testing.T) { testHeldWriteJoined(t, d.open(t)) })
@@ -48,11 +50,57 @@ func testReadAgainReadsAgain(t *testing.T, st store.Store) {
 	if n := read.effects.Load(); n != 3 {
 		t.Fatalf("the read ran %d times, want 3", n)
 	}
+	// Each derived id was after the latest generation: no row could have its key, so
+	// no dedupe read was made (the record is written once, at the end).
+	if n := h.counting.Reads("InvocationGetByKey"); n != 0 {
+		t.Fatalf("%d dedupe reads for reads of new generations, want 0", n)
+	}
 	// A client that names its call says it is the same one: that is a retry.
 	named := h.call("demo.read", "mine", `{"n":1}`)
 	h.exec(named)
 	if o := h.exec(named); !o.Replayed {
 		t.Fatal("a named call retried was executed again")
+	}
+}
+
+// Identical derived reads at the same moment may get the same generation: each runs,
+// the first to record wins, and the others answer with its record — one row, and no
+// read fails.
+func testConcurrentIdenticalReads(t *testing.T, st store.Store) {
+	read := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)
+	h := newHarnessOn(t, st, runtime.Config{}, read)
+	const n = 8
+	outcomes := make([]runtime.Outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			o, err := h.p.Execute(h.ctx, h.derived("demo.read", `{"n":1}`))
+			if err != nil {
+				t.Error(err)
+			}
+			outcomes[i] = o
+		})
+	}
+	close(start)
+	wg.Wait()
+	ids := map[string]bool{}
+	for _, o := range outcomes {
+		wantStatus(t, o, runtime.OutcomeSucceeded, "")
+		ids[o.CallID] = true
+	}
+	rows, err := st.InvocationList(h.ctx, store.InvocationFilter{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(ids) {
+		t.Fatalf("%d rows for %d call ids (%v): want one record per call id", len(rows), len(ids), ids)
+	}
+	for _, inv := range rows {
+		if inv.Status != store.StatusSucceeded || !ids[inv.CallID] {
+			t.Fatalf("row %s %s: want a succeeded record of one of %v", inv.CallID, inv.Status, ids)
+		}
 	}
 }
 

@@ -246,7 +246,13 @@ type call struct {
 	onlyBound  bool
 	inv        *store.Invocation
 	recordOnce bool // idempotent none/read: the row is written once, at step 13
-	start      time.Time
+	// newGeneration: stepIdentity derived a call id after the latest row of its
+	// generations (or the first), so a record-once call skips its dedupe read: a row
+	// with that key can only come from a concurrent identical call (or a caller that
+	// named its own call like a generation), and step 13's insert answers with that
+	// record then — the read has run once more, which a read may.
+	newGeneration bool
+	start         time.Time
 	// pinnedName: step 1 found the name in the session's pinned catalog (withdrawn or
 	// changed since), which only the registry fills; see toolLabel.
 	pinnedName bool
@@ -609,6 +615,10 @@ func (p *Pipeline) recordedCall(c *call) store.Call {
 // step 8: a terminal row's recorded outcome is returned without executing.
 func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, error) {
 	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency.RetrySafe() && c.spec.SideEffect != SideEffectWrite && !c.spec.Suspends {
+		if c.newGeneration {
+			c.recordOnce = true
+			return Outcome{}, false, nil
+		}
 		inv, err := p.cfg.Store.InvocationGetByKey(ctx, c.key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
