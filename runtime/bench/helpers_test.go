@@ -26,6 +26,7 @@ type storeCall struct {
 	Fence    store.Fence
 	Token    string
 	Key      string
+	Tenant   string
 	RunID    string
 	ArgsHash string
 }
@@ -55,7 +56,7 @@ func (r *recorder) InvocationGetByKey(ctx context.Context, key string) (*store.I
 }
 
 func (r *recorder) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	r.add(storeCall{Method: "InvocationBreakerCounts", RunID: runID, ArgsHash: argsHash})
+	r.add(storeCall{Method: "InvocationBreakerCounts", Tenant: tenant, RunID: runID, ArgsHash: argsHash})
 	return r.Store.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
 }
 
@@ -130,7 +131,7 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 	}
 	switch sc.Method {
 	case "InvocationBreakerCounts":
-		return "invocationBreakerCountsSQL", map[string]any{"run_id": sc.RunID, "args_hash": sc.ArgsHash}
+		return "invocationBreakerCountsSQL", map[string]any{"tenant": sc.Tenant, "run_id": sc.RunID, "args_hash": sc.ArgsHash}
 	case "InvocationGetByKey":
 		return "invocationGetByKeySQL", map[string]any{"key": sc.Key}
 	case "InvocationInsert":
@@ -151,7 +152,7 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 			"idempotency": p.Idempotency, "idempotent_when": idemWhen, "args": nullJSON(p.Args),
 			"args_hash": p.ArgsHash, "origin_trust": p.OriginTrust, "argument_trust": p.ArgumentTrust, "mode": p.Mode,
 			"decision": p.Decision, "status": string(p.Status()), "reason_code": settled.ReasonCode, "outcome": nullJSON(settled.Outcome),
-			"lease_owner": owner, "lease_us": leaseUS, "attempt": attempt,
+			"lease_owner": owner, "lease_us": leaseUS, "attempt": attempt, "workspace": p.Workspace,
 		}
 	case "InvocationMarkEffectSentIfLeased":
 		return "invocationMarkEffectSentIfLeasedSQL", fence(sc.Fence, map[string]any{"token": sc.Token})

@@ -167,7 +167,7 @@ func findPgbench() (string, error) {
 	return "", exec.ErrNotFound
 }
 
-var namedParam = regexp.MustCompile(`@([a-z_]+)`)
+var namedParam = regexp.MustCompile(`@([a-z_][a-z0-9_]*)`)
 
 // pgbenchVary are the parameters that differ per call, as SQL over the transaction's
 // random :k: 64 hex digits for the key and the args hash (as the SHA-256 hex the
@@ -331,8 +331,14 @@ func (r *rawPG) run(ctx context.Context, pool *pgxpool.Pool, callers int, d time
 				n := 0
 				for rows.Next() {
 					n++
-					if raw := rows.RawValues(); sc.Method == "InvocationInsert" {
-						vary["id"], vary["attempt"] = rawInt(raw[0]), rawInt(raw[26])
+					if sc.Method != "InvocationInsert" {
+						continue
+					}
+					raw := rows.RawValues()
+					for k, f := range rows.FieldDescriptions() {
+						if f.Name == "id" || f.Name == "attempt" {
+							vary[f.Name] = rawInt(raw[k])
+						}
 					}
 				}
 				rows.Close()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -137,10 +138,23 @@ type rawSQLite struct {
 	write     *sql.DB
 	read      *sql.DB
 	readCalls []bool
+	// columns is the number of columns of an invocation row, attempt the index of its
+	// attempt column, read from the database (a migration may add columns).
+	columns, attempt int
 }
 
 func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, write, read *sql.DB) (*rawSQLite, error) {
 	r := &rawSQLite{calls: calls, write: write, read: read}
+	rows, err := read.QueryContext(ctx, queries["invocationGetByKeySQL"], sql.Named("key", ""))
+	if err != nil {
+		return nil, err
+	}
+	cols, err := rows.Columns()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.columns, r.attempt = len(cols), slices.Index(cols, "attempt")
 	for _, sc := range calls {
 		name, args := namedArgs(sc)
 		db, isRead := write, sc.Method == "InvocationBreakerCounts" || sc.Method == "InvocationGetByKey"
@@ -163,9 +177,6 @@ func (r *rawSQLite) close() {
 		s.Close()
 	}
 }
-
-// invocationColumnCount is the number of columns of invocationColumns (RETURNING).
-const invocationColumnCount = 34
 
 // queryer is what a statement runs on: a prepared statement, a pool, a transaction.
 type queryer interface {
@@ -200,7 +211,7 @@ func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag s
 	}
 	workers := make([]*worker, callers)
 	for g := range workers {
-		w := &worker{dest: make([]any, invocationColumnCount), vals: make([]any, invocationColumnCount),
+		w := &worker{dest: make([]any, r.columns), vals: make([]any, r.columns),
 			runID: tag + "-g" + strconv.Itoa(g)}
 		for i := range w.dest {
 			w.dest[i] = &w.vals[i]
@@ -269,7 +280,7 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, named, de
 		if err := q.QueryRowContext(ctx, named...).Scan(dest...); err != nil {
 			return err
 		}
-		*id, *attempt = vals[0].(int64), vals[26].(int64)
+		*id, *attempt = vals[0].(int64), vals[r.attempt].(int64)
 		return nil
 	default: // the fenced writes
 		res, err := q.ExecContext(ctx, named...)
