@@ -331,7 +331,26 @@ func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation,
 }
 
 func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", key)))
+}
+
+// pointRead is the context of a read through a unique or narrow index (a key, a call's
+// generations, a run's breaker counter), which every call makes: the context's end is
+// looked at before the read and not during it. Under a context that can end,
+// modernc.org/sqlite starts a goroutine and installs a progress handler for each
+// statement, and database/sql starts one more goroutine per query, which costs more
+// than such a read (issue 20); the read takes microseconds and a WAL reader never waits
+// for a lock, so there is nothing to interrupt. Reads that can run long (lists, the
+// sweep's scans) keep their context.
+func pointRead(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
@@ -572,13 +591,21 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 }
 
 func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return scanInvocation(s.r.latestGeneration.QueryRowContext(ctx, sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
 		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)))
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	err := s.r.breakerCounts.QueryRowContext(ctx, sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return c, err
+	}
+	err = s.r.breakerCounts.QueryRowContext(ctx, sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
 		Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }
