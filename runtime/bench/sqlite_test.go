@@ -15,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as runtime/store/sqlite uses it
 
+	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
@@ -39,47 +40,8 @@ import (
 func BenchmarkSQLiteCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
-	queries := driverQueries(b, "sqlite",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
-		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
-	settings := driverConsts(b, "sqlite", "sqlite.go", "connParams", "readers")
-	readers, err := strconv.Atoi(settings["readers"])
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "toolgen.db")
-	st, err := sqlite.Open(ctx, path) // creates and migrates the file
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	dsn := "file:" + path + "?" + settings["connParams"]
-	write, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer write.Close()
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
-	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer read.Close()
-	read.SetMaxOpenConns(readers)
-	read.SetMaxIdleConns(readers)
-
-	reads := capture(b, Classes[0])
-	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
-		preloadRows, string(reads[2].Insert.Settlement().Outcome)); err != nil {
-		b.Fatalf("preload: %v", err)
-	}
-	p, err := NewPipeline(st)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := newSQLiteRig(b, preloadRows)
+	p, write, read, queries := r.p, r.write, r.read, r.queries
 	checkpoint := func() {
 		if _, err := write.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			b.Fatal(err)
@@ -115,6 +77,62 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 		})
 		raw.close()
 	}
+}
+
+// sqliteRig is what the SQLite benchmark and its smoke test run on: a store (file,
+// migrated, preload settled rows written), a pipeline on it, and the raw loops' own
+// pools opened as the store opens its own (the driver's connParams and readers).
+type sqliteRig struct {
+	p           *runtime.Pipeline
+	write, read *sql.DB
+	queries     map[string]string
+}
+
+func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
+	tb.Helper()
+	ctx := context.Background()
+	queries := driverQueries(tb, "sqlite",
+		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
+	settings := driverConsts(tb, "sqlite", "sqlite.go", "connParams", "readers")
+	readers, err := strconv.Atoi(settings["readers"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "toolgen.db")
+	st, err := sqlite.Open(ctx, path) // creates and migrates the file
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	dsn := "file:" + path + "?" + settings["connParams"]
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { write.Close() })
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { read.Close() })
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	reads := capture(tb, Classes[0])
+	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
+		preload, string(reads[2].Insert.Settlement().Outcome)); err != nil {
+		tb.Fatalf("preload: %v", err)
+	}
+	p, err := NewPipeline(st)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &sqliteRig{p: p, write: write, read: read, queries: queries}
 }
 
 // sqlitePreloadSQL writes ?1 settled rows of distinct keys, runs and argument hashes
