@@ -55,7 +55,7 @@ func (h *Host) principal(id string) (runtime.Principal, error) {
 	if h.verifier != nil {
 		p, ok := h.verifier.Local(id)
 		switch {
-		case !ok && h.tree.Principals.Principal(id) != nil:
+		case !ok && h.model.Principals.Principal(id) != nil:
 			return runtime.Principal{}, fmt.Errorf("%s %w", textsafe.Field(id), ErrTokenPrincipal)
 		case !ok:
 			return runtime.Principal{}, fmt.Errorf("%s %w", textsafe.Field(id), ErrUnknownPrincipal)
@@ -66,10 +66,8 @@ func (h *Host) principal(id string) (runtime.Principal, error) {
 	for _, t := range h.reg.Current() {
 		p.Scopes = append(p.Scopes, t.RequiredScopes...)
 	}
-	for _, d := range h.tree.Devices { // their tools register when they dial in
-		for _, s := range d.Server.RequiredScopes {
-			p.Scopes = append(p.Scopes, s.Name)
-		}
+	for _, d := range h.model.Devices { // their tools register when they dial in
+		p.Scopes = append(p.Scopes, d.Server.RequiredScopes...)
 	}
 	p.Scopes = slices.DeleteFunc(p.Scopes, func(s string) bool { return s == spec.UnclassifiedScope })
 	slices.Sort(p.Scopes)
@@ -91,8 +89,8 @@ func (h *Host) VerifyToken(ctx context.Context, token string) (runtime.Principal
 // localTenant is the tenant of the host's own work without principals.yaml: the
 // devices it accepts, the wf1_violation entry of a refused protocol.
 func (h *Host) localTenant() string {
-	if h.tree.Principals != nil && h.cfg.Principal != "" {
-		if sp := h.tree.Principals.Principal(h.cfg.Principal); sp != nil {
+	if h.cfg.Principal != "" {
+		if sp := h.model.Principals.Principal(h.cfg.Principal); sp != nil {
 			return sp.Tenant
 		}
 	}

@@ -116,16 +116,3 @@ func loadDevice(r reporter, rel string, data []byte) *Device {
 	loadClassification(r, m, d.Server)
 	return d
 }
-
-// Allows reports whether the device may serve the remote tool name.
-func (d *Device) Allows(remote string) bool {
-	if d.AllowTools == nil {
-		return true
-	}
-	for _, a := range d.AllowTools {
-		if a.Name == remote {
-			return true
-		}
-	}
-	return false
-}

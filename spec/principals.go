@@ -453,18 +453,3 @@ func TokenPrincipalID(issuerName, subject string) string {
 func loopbackHost(h string) bool {
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
-
-// Principal returns the declared principal (token or local) with the given id, or nil.
-func (p *Principals) Principal(id string) *StaticPrincipal {
-	if p == nil {
-		return nil
-	}
-	for _, list := range [][]*StaticPrincipal{p.Tokens, p.Local} {
-		for _, sp := range list {
-			if sp.ID == id {
-				return sp
-			}
-		}
-	}
-	return nil
-}

@@ -47,11 +47,7 @@ func BenchmarkGatewayStdio(b *testing.B) {
 		b.Skipf("skipping: the proxies to compare with cannot run: %s", strings.Join(missing, "; "))
 	}
 	r := gatewayRig(b, proxies)
-	mode := "separate processes, stdio upstream (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
-	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
-		mode += ", toolrun GOGC=" + g
-	}
-	runBenchmark(b, r, cell, slice, mode)
+	runBenchmark(b, r, cell, slice, processesMode("separate processes, stdio upstream", r))
 }
 
 // TestGatewayStdioSmoke proves BenchmarkGatewayStdio's rig: 10 calls through every side

@@ -29,11 +29,17 @@ func BenchmarkServeOverheadProcesses(b *testing.B) {
 	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
 	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
 	r := procsRig(b)
-	mode := "separate processes (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
+	runBenchmark(b, r, cell, slice, processesMode("separate processes", r))
+}
+
+// processesMode names a rig of separate processes in a benchmark's heading: what it is,
+// toolrun's pid, and the GOGC toolrun was given (TOOLGEN_BENCH_TOOLRUN_GOGC).
+func processesMode(what string, r *rig) string {
+	mode := what + " (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		mode += ", toolrun GOGC=" + g
 	}
-	runBenchmark(b, r, cell, slice, mode)
+	return mode
 }
 
 // TestServeSmokeProcesses proves the process assembly: 20 calls each way and a tiny
