@@ -440,7 +440,7 @@ func (s *Server) HTTPHandler() http.Handler {
 		Stateless: true, Logger: s.log, MaxRequestBodyBytes: s.opts.MaxMessageBytes, PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Endpoint, &httpGuard{s: s, next: h, modern: modern, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable})
+	mux.Handle(Endpoint, &httpGuard{s: s, next: h, modern: modern, limit: s.opts.MaxMessageBytes, calls: calls, resumable: resumable, primeDelay: primeDelay})
 	return mux
 }
 

@@ -67,6 +67,9 @@ type httpGuard struct {
 	limit     int64
 	calls     *openCalls
 	resumable bool // the SDK has an event store: response streams carry event ids
+	// primeDelay is how long a response stream's priming event waits for the response
+	// (guardWriter.Flush): the package's primeDelay when the handler was made.
+	primeDelay time.Duration
 
 	pollMu       sync.Mutex
 	polling      bool  // remoteCancels runs
@@ -250,7 +253,7 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern boo
 			g.s.posts.add()
 			defer g.s.posts.done()
 		}
-		gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
+		gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true, primeDelay: g.primeDelay}
 		next.ServeHTTP(gw, r)
 		gw.finish()
 		return
@@ -277,7 +280,7 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern boo
 	// The call's reference, for the cancellation of another process (remoteCancels):
 	// set here only, whatever the client sent.
 	r.Header.Del(headerCallRef)
-	gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true}
+	gw := &guardWriter{ResponseWriter: w, log: g.s.log, call: p.call, json: json.Valid(body), first: true, primeDelay: g.primeDelay}
 	if p.call != nil && session != "" {
 		ref := rand.Text()
 		r.Header.Set(headerCallRef, ref)
@@ -341,7 +344,33 @@ type guardWriter struct {
 	first    bool          // nothing written yet
 	refused  *bytes.Buffer // the SDK's plain-text refusal, held back
 	withheld bool          // the response was withheld
+
+	// The SDK flushes after every event it writes. Two of those flushes are held back
+	// (see Flush): mu serializes the SDK's writes with the held priming flush's timer.
+	mu         sync.Mutex
+	held       heldFlush     // what the last Write asks the next Flush to hold back
+	primeDelay time.Duration // httpGuard.primeDelay
+	primeWait  *time.Timer   // flushes the held priming event
+	ended      bool          // the handler returned: the ResponseWriter is not ours any more
+	answer     []byte        // the prefix of the response to call, once computed
 }
+
+// heldFlush is a flush guardWriter holds back.
+type heldFlush uint8
+
+const (
+	flushNow      heldFlush = iota
+	flushPriming            // the priming event: sent within primeDelay, or with the response
+	flushResponse           // the response to the POST's one request: sent as the handler returns
+)
+
+// primeDelay is how long the priming event of a response stream waits for the response
+// before it is sent on its own. A call answered sooner sends its headers, the priming
+// event, the response and the end of the chunked body in one write instead of three
+// (issue 20: a write is a system call, and the hop's largest cost after the store);
+// a slower call has its priming event, hence its resumption id, primeDelay late.
+// A variable for the tests only (export_test.go).
+var primeDelay = 50 * time.Millisecond
 
 func (gw *guardWriter) WriteHeader(status int) {
 	if gw.status == 0 {
@@ -355,6 +384,9 @@ func (gw *guardWriter) WriteHeader(status int) {
 }
 
 func (gw *guardWriter) Write(b []byte) (int, error) {
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	gw.held = flushNow
 	if gw.status == 0 {
 		gw.status = http.StatusOK
 	}
@@ -374,6 +406,7 @@ func (gw *guardWriter) Write(b []byte) (int, error) {
 				n := len(b)
 				primed := fmt.Appendf(nil, "event: prime\n%s\nretry: %d\n%s", id, SSERetry.Milliseconds(), data)
 				_, err := gw.ResponseWriter.Write(primed)
+				gw.held = flushPriming
 				return n, err
 			}
 		}
@@ -383,11 +416,33 @@ func (gw *guardWriter) Write(b []byte) (int, error) {
 		gw.log.Debug("mcp/server: the client cancelled the request: its response is not sent", "id", gw.call.ID.Raw(), "method", gw.call.Method)
 		return len(b), nil
 	}
+	if gw.answers(eventData(b)) {
+		gw.held = flushResponse
+	}
 	return gw.ResponseWriter.Write(b)
+}
+
+// answers reports whether data is the response to the POST's one request, from the
+// way the SDK encodes it ({"jsonrpc":"2.0","id":ID,"result"|"error":...}) rather than
+// by decoding the whole result: a message it does not recognise is flushed as before.
+func (gw *guardWriter) answers(data []byte) bool {
+	if gw.call == nil || !gw.call.ID.IsValid() || len(data) == 0 {
+		return false
+	}
+	if gw.answer == nil {
+		id, err := json.Marshal(gw.call.ID.Raw())
+		if err != nil {
+			return false
+		}
+		gw.answer = slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"`))
+	}
+	rest, ok := bytes.CutPrefix(data, gw.answer)
+	return ok && (bytes.HasPrefix(rest, []byte(`result":`)) || bytes.HasPrefix(rest, []byte(`error":`)))
 }
 
 // finish answers a refusal the SDK wrote in plain text with a JSON-RPC error.
 func (gw *guardWriter) finish() {
+	gw.end()
 	if gw.refused == nil {
 		return
 	}
@@ -410,8 +465,57 @@ func (gw *guardWriter) finish() {
 	writeHTTPError(gw.ResponseWriter, http.StatusBadRequest, gw.call.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
 }
 
+// Flush sends what was written, except in two cases that would each cost a write of
+// its own for nothing:
+//
+//   - after the response to the POST's one request: the SDK ends the stream with it,
+//     the handler returns, and net/http sends the response with the end of the body;
+//   - after the priming event: it goes out with the response if that comes within
+//     primeDelay, else on its own then (a client needs its id only to resume a stream
+//     that broke before anything else arrived).
+//
+// Any other event (a progress notification, a request to the client) is sent at once,
+// and sends a held priming event with it.
 func (gw *guardWriter) Flush() {
-	_ = http.NewResponseController(gw.ResponseWriter).Flush()
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	held := gw.held
+	gw.held = flushNow
+	switch {
+	case gw.ended || held == flushResponse:
+		return
+	case held == flushPriming:
+		if gw.primeWait == nil {
+			gw.primeWait = time.AfterFunc(gw.primeDelay, gw.flushHeld)
+		}
+		return
+	}
+	if gw.primeWait != nil {
+		gw.primeWait.Stop()
+	}
+	gw.flush()
+}
+
+// flushHeld sends a held priming event (primeWait's function).
+func (gw *guardWriter) flushHeld() {
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	if !gw.ended {
+		gw.flush()
+	}
+}
+
+func (gw *guardWriter) flush() { _ = http.NewResponseController(gw.ResponseWriter).Flush() }
+
+// end is called as the handler returns: from then on the ResponseWriter is net/http's,
+// which sends what is held.
+func (gw *guardWriter) end() {
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	gw.ended = true
+	if gw.primeWait != nil {
+		gw.primeWait.Stop()
+	}
 }
 
 func (gw *guardWriter) Unwrap() http.ResponseWriter { return gw.ResponseWriter }
