@@ -286,9 +286,9 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	var inv *store.Invocation
 	var err error
 	if p.Relaxed() {
-		inv, err = s.insertRelaxed(ctx, args)
+		inv, err = s.insertRelaxed(ctx, p, args)
 	} else {
-		inv, err = scanInvocation(s.w.insert.QueryRowContext(ctx, args...))
+		inv, err = scanInserted(p, s.w.insert.QueryRowContext(ctx, args...))
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		if err != nil {
@@ -317,13 +317,50 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 // no transaction opened per call, which took a fifth of its CPU when the writer
 // connection was switched to NORMAL and back around a transaction (issue 20).
 // ErrNotFound, as from the autocommit insert, means the key exists.
-func (s *Store) insertRelaxed(ctx context.Context, args []any) (*store.Invocation, error) {
+func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []any) (*store.Invocation, error) {
 	hold, err := s.write.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer hold.Close()
-	return scanInvocation(s.relaxedInsert.QueryRowContext(ctx, args...))
+	return scanInserted(p, s.relaxedInsert.QueryRowContext(ctx, args...))
+}
+
+// scanInserted is the row InvocationInsert wrote: what the statement returns (the
+// id and the times the database chose) and the rest as p inserted it, as the
+// conformance suite holds (a read of the row returns the same).
+func scanInserted(p store.InsertParams, row rowScanner) (*store.Invocation, error) {
+	var leaseExp sql.NullInt64
+	var created, updated int64
+	inv := &store.Invocation{
+		Key: p.Key, Tenant: p.Tenant, Principal: p.Principal, SessionID: p.SessionID, RunID: p.RunID,
+		Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion, ToolSHA256: p.ToolSHA256,
+		Idempotency: p.Idempotency, Args: nonEmpty(p.Args), ArgsHash: p.ArgsHash,
+		OriginTrust: p.OriginTrust, ArgumentTrust: p.ArgumentTrust, Mode: p.Mode, Decision: p.Decision,
+		Status: p.Status(), Attempt: p.Attempt(), Workspace: p.Workspace,
+	}
+	if err := row.Scan(&inv.ID, &leaseExp, &created, &updated); err != nil {
+		return nil, notFound(err)
+	}
+	if p.IdempotentWhen != nil {
+		held := *p.IdempotentWhen
+		inv.IdempotentWhen = &held
+	}
+	settled := p.Settlement()
+	inv.ReasonCode, inv.Outcome = settled.ReasonCode, nonEmpty(settled.Outcome)
+	inv.LeaseOwner, _ = p.Lease()
+	var t time.Time
+	inv.LeaseExpiresAt = optMicros(leaseExp, &t)
+	inv.CreatedAt, inv.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return inv, nil
+}
+
+// nonEmpty is raw as a column holds it: NULL (nil) when empty (nullJSON), else a copy.
+func nonEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return slices.Clone(raw)
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

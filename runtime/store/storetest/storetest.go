@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -103,6 +104,7 @@ var tests = []struct {
 	{"Insert_Terminal_RecordsOutcomeOnce", testInsertTerminalRecordsOutcomeOnce},
 	{"Insert_DuplicateKey_ReturnsExisting", testInsertDuplicateKeyReturnsExisting},
 	{"Insert_Relaxed_RoundTrips", testInsertRelaxedRoundTrips},
+	{"Insert_ReturnsTheRowAsRead", testInsertReturnsTheRowAsRead},
 	{"Release_BackToPending_ThenReclaimable", testReleaseBackToPending},
 	{"Release_ZombieFence_LeaseLost", testReleaseZombieFence},
 	{"GetByResumeToken_FindsSuspendedRow", testGetByResumeToken},
@@ -445,6 +447,33 @@ func testInsertPendingRoundTripsEveryField(t *testing.T, e *env) {
 	bare := e.insert(t, func(p *row) { p.Args, p.IdempotentWhen = nil, nil })
 	if got := e.get(t, bare.ID); got.IdempotentWhen != nil || got.Args != nil {
 		t.Fatalf("IdempotentWhen %v, Args %q; want nil", got.IdempotentWhen, got.Args)
+	}
+}
+
+// testInsertReturnsTheRowAsRead: the row an insert returns is the row a read of it
+// returns, every field, for every constructor (a driver may build it from what it
+// inserted rather than read it back).
+func testInsertReturnsTheRowAsRead(t *testing.T, e *env) {
+	cases := map[string]func(*row){
+		"pending": func(*row) {},
+		"held":    func(p *row) { p.Decision = store.DecisionNeedsApproval },
+		"running": running("worker-1", time.Minute),
+		"settled": func(p *row) {
+			p.Status, p.ReasonCode, p.Outcome = store.StatusDenied, "denied_by_policy", json.RawMessage(`{"a": [1, 2.50, "x"]}`)
+		},
+		"record-once": func(p *row) {
+			p.Status, p.Outcome, p.Relaxed = store.StatusSucceeded, json.RawMessage(`{"ok":true,"text":"é\u00e9"}`), true
+		},
+		"no args":      func(p *row) { p.Args = nil },
+		"when false":   idempotency(store.IdempotencyConditionallyIdempotent, ptr(false)),
+		"when true":    idempotency(store.IdempotencyConditionallyIdempotent, ptr(true)),
+		"every string": func(p *row) { p.ToolSHA256, p.Workspace, p.Mode, p.Step = "sha-x", "/ws/a", "", 0 },
+	}
+	for name, mod := range cases {
+		inv := e.insert(t, mod)
+		if got := e.get(t, inv.ID); !reflect.DeepEqual(inv, got) {
+			t.Errorf("%s: the insert returned\n %+v\nand a read returns\n %+v", name, inv, got)
+		}
 	}
 }
 

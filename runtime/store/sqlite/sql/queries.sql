@@ -45,6 +45,9 @@ t.status = 'PENDING' AND (t.decision = 'allow'
 	OR (t.decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))
 
 -- name: InvocationInsert
+-- InvocationInsert returns what the database chose (the id, the times); the rest of
+-- the row is what was inserted (insertedRow), not read back: every other column would
+-- cost the call a name, a type and a copy (issue 20).
 INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
 	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at, workspace)
@@ -52,7 +55,7 @@ VALUES (:key, :tenant, :principal, :session_id, :run_id, :step_number, :call_id,
 	:tool_sha256, :idempotency, :idempotent_when, :args, :args_hash, :origin_trust, :argument_trust, :mode, :decision, :status, :reason_code,
 	:outcome, :lease_owner, {{nowMicros}} + :lease_us, :attempt, {{nowMicros}}, {{nowMicros}}, :workspace)
 ON CONFLICT (key) DO NOTHING
-RETURNING {{invocationColumns}}
+RETURNING id, lease_expires_at, created_at, updated_at
 
 -- name: InvocationGet
 SELECT {{invocationColumns}} FROM tool_invocations WHERE id = :id
