@@ -83,7 +83,7 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 }
 
 // sameCall applies the rule of stepIdentity to the latest generation prev.
-func (p *Pipeline) sameCall(c *call, prev *store.Invocation, now time.Time) bool {
+func (p *Pipeline) sameCall(c *call, prev store.Generation, now time.Time) bool {
 	switch {
 	case !prev.Status.Terminal(), prev.Status == store.StatusUncertain:
 		return true

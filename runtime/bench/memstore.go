@@ -138,8 +138,8 @@ func (m *MemStore) InvocationSettleIfLeased(_ context.Context, f store.Fence, s 
 }
 
 // InvocationGetLatestGeneration finds none: every derived call is its first.
-func (m *MemStore) InvocationGetLatestGeneration(context.Context, store.GenerationParams) (*store.Invocation, error) {
-	return nil, store.ErrNotFound
+func (m *MemStore) InvocationGetLatestGeneration(context.Context, store.GenerationParams) (store.Generation, error) {
+	return store.Generation{}, store.ErrNotFound
 }
 
 // InvocationBreakerCounts always counts zero: the breaker never refuses.

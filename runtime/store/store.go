@@ -159,6 +159,18 @@ type ToolRef struct {
 	SHA256  string
 }
 
+// Generation is what call identity decides from of the latest row of a derived call
+// id (Invocations.InvocationGetLatestGeneration): the row's columns of the same names.
+// Not the whole row: every call with a derived id reads it, and 36 columns cost the
+// call more than the read (issue 20).
+type Generation struct {
+	ID                                int64
+	CallID                            string
+	Status                            Status
+	EffectSentAt, EarlierEffectSentAt *time.Time
+	UpdatedAt                         time.Time
+}
+
 // GenerationParams selects the generations of a derived call id
 // (Invocations.InvocationGetLatestGeneration).
 type GenerationParams struct {
@@ -590,7 +602,7 @@ type Invocations interface {
 	// derived (SES-2): of p's tenant, run, step and arguments hash, with call id
 	// p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded (they
 	// are recorded under keys of their own). ErrNotFound if there is none. It reads only.
-	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (*Invocation, error)
+	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (Generation, error)
 	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
 	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
 	// in a run of the same id neither trip the breaker nor can be detected through it.

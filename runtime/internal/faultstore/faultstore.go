@@ -466,7 +466,7 @@ func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*
 	return f.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (f *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+func (f *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
 	return f.s.InvocationGetLatestGeneration(ctx, p)
 }
 

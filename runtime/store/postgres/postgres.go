@@ -367,8 +367,17 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, err
 }
 
-func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
-	return s.invocation(ctx, invocationGetLatestGeneration, p.Tenant, p.RunID, p.ArgsHash, p.Step, p.CallIDBase)
+func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
+	var g store.Generation
+	var status string
+	err := s.queryRow(ctx, invocationGetLatestGeneration, p.Tenant, p.RunID, p.ArgsHash, p.Step, p.CallIDBase).
+		Scan(&g.ID, &g.CallID, &status, &g.EffectSentAt, &g.EarlierEffectSentAt, &g.UpdatedAt)
+	if err != nil {
+		return store.Generation{}, err
+	}
+	g.Status, g.UpdatedAt = store.Status(status), g.UpdatedAt.UTC()
+	g.EffectSentAt, g.EarlierEffectSentAt = utc(g.EffectSentAt), utc(g.EarlierEffectSentAt)
+	return g, nil
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
@@ -505,6 +514,15 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
 	}
 	return err
+}
+
+// utc is t in UTC, as every time the store returns (nil stays nil).
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // nullJSON binds raw JSON as text, or NULL if empty.

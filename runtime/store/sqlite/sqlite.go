@@ -627,13 +627,25 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, nil
 }
 
-func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
+	var g store.Generation
 	ctx, err := pointRead(ctx)
 	if err != nil {
-		return nil, err
+		return g, err
 	}
-	return scanInvocation(s.r.latestGeneration.QueryRowContext(ctx, sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
-		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)))
+	var status string
+	var effect, earlier sql.NullInt64
+	var updated int64
+	err = s.r.latestGeneration.QueryRowContext(ctx, sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
+		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)).
+		Scan(&g.ID, &g.CallID, &status, &effect, &earlier, &updated)
+	if err != nil {
+		return g, notFound(err)
+	}
+	var times [2]time.Time
+	g.Status, g.UpdatedAt = store.Status(status), fromMicros(updated)
+	g.EffectSentAt, g.EarlierEffectSentAt = optMicros(effect, &times[0]), optMicros(earlier, &times[1])
+	return g, nil
 }
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {

@@ -196,7 +196,7 @@ func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant stri
 	return c.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (c *CountingStore) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (*store.Invocation, error) {
+func (c *CountingStore) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
 	c.read("InvocationGetLatestGeneration")
 	return c.s.InvocationGetLatestGeneration(ctx, p)
 }

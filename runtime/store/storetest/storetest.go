@@ -1448,6 +1448,27 @@ func testGetLatestGeneration(t *testing.T, e *env) {
 	if got.ID != want.ID {
 		t.Fatalf("latest generation: %s (%d), want %s (%d)", got.CallID, got.ID, want.CallID, want.ID)
 	}
+	sameGeneration(t, got, want)
+	// A generation with a watermark, the latest now: it carries it.
+	marked := e.runningWithWatermark(t, func(ip *row) {
+		ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID = p.Tenant, p.RunID, p.Step, p.ArgsHash, "auto-00ff-8"
+	})
+	got, err = e.s.InvocationGetLatestGeneration(e.ctx, p)
+	noErr(t, "latest generation", err)
+	if got.EffectSentAt == nil {
+		t.Fatalf("latest generation %+v: no watermark", got)
+	}
+	sameGeneration(t, got, marked)
+}
+
+// sameGeneration fails unless g has the columns of row inv.
+func sameGeneration(t *testing.T, g store.Generation, inv *store.Invocation) {
+	t.Helper()
+	want := store.Generation{ID: inv.ID, CallID: inv.CallID, Status: inv.Status, EffectSentAt: inv.EffectSentAt,
+		EarlierEffectSentAt: inv.EarlierEffectSentAt, UpdatedAt: inv.UpdatedAt}
+	if !reflect.DeepEqual(g, want) {
+		t.Fatalf("latest generation\n %+v\nwant the row's\n %+v", g, want)
+	}
 }
 
 // happenedOutcome is the record of a confirmation a resolution as happened stores.

@@ -233,8 +233,8 @@ RETURNING {{invocationColumns}}
 -- name: InvocationGetLatestGeneration
 -- InvocationGetLatestGeneration: the latest row of a derived call id's
 -- generations (base, base-1, base-2, ...), refusal rows excluded; through the
--- breaker's index.
-SELECT {{invocationColumns}} FROM tool_invocations
+-- breaker's index. The columns of store.Generation.
+SELECT id, call_id, status, effect_sent_at, earlier_effect_sent_at, updated_at FROM tool_invocations
 WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash AND step_number = :step
 	AND (call_id = :base OR substr(call_id, 1, length(:base) + 1) = :base || '-')
 	AND instr(key, ':refused:') = 0
