@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -156,10 +155,14 @@ type rawSQLite struct {
 	write     *sql.DB
 	read      *sql.DB
 	readCalls []bool
-	// columns is the number of columns of an invocation row, attempt the index of its
-	// attempt column, read from the database (a migration may add columns).
-	columns, attempt int
+	// columns is the number of columns of an invocation row, read from the database
+	// (a migration may add columns).
+	columns int
 }
+
+// insertReturns is the number of columns the store's insert returns (id,
+// lease_expires_at, created_at, updated_at).
+const insertReturns = 4
 
 func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, write, read *sql.DB) (*rawSQLite, error) {
 	r := &rawSQLite{calls: calls, write: write, read: read}
@@ -172,7 +175,7 @@ func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[s
 	if err != nil {
 		return nil, err
 	}
-	r.columns, r.attempt = len(cols), slices.Index(cols, "attempt")
+	r.columns = len(cols)
 	for _, sc := range calls {
 		name, args := namedArgs(sc)
 		db, isRead := write, sc.Method == "InvocationBreakerCounts" || sc.Method == "InvocationGetByKey"
@@ -295,10 +298,17 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, named, de
 		}
 		return nil
 	case "InvocationInsert":
-		if err := q.QueryRowContext(ctx, named...).Scan(dest...); err != nil {
+		// what the insert returns (the id and the times the database chose); the
+		// attempt is the one inserted, as the store takes it
+		if err := q.QueryRowContext(ctx, named...).Scan(dest[:insertReturns]...); err != nil {
 			return err
 		}
-		*id, *attempt = vals[0].(int64), vals[r.attempt].(int64)
+		*id = vals[0].(int64)
+		for _, a := range named {
+			if a := a.(sql.NamedArg); a.Name == "attempt" {
+				*attempt = int64(a.Value.(int))
+			}
+		}
 		return nil
 	default: // the fenced writes
 		res, err := q.ExecContext(ctx, named...)

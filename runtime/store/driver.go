@@ -39,7 +39,16 @@ func ValidateResolution(resolution, by string, outcome json.RawMessage) error {
 	if resolution == ResolutionHappened && len(outcome) == 0 {
 		return fmt.Errorf("%w: a resolution as happened records the outcome a retry is answered", ErrInvalid)
 	}
-	return nil
+	return validJSON("outcome", outcome)
+}
+
+// ValidateSuspension reports whether a suspension has a resume token and a JSON
+// outcome or none (ErrInvalid if not).
+func ValidateSuspension(resumeToken string, outcome json.RawMessage) error {
+	if resumeToken == "" {
+		return fmt.Errorf("%w: suspension without a resume token", ErrInvalid)
+	}
+	return validJSON("outcome", outcome)
 }
 
 // RefusalKeySuffix marks the key of a refusal row: a refusal is recorded under a key

@@ -129,6 +129,11 @@ func (p InsertParams) Validate() error {
 		return fmt.Errorf("%w: insert parameters not built by a constructor (InsertPending, InsertRunning, ...)", ErrInvalid)
 	case p.Key == "":
 		return fmt.Errorf("%w: insert without a key", ErrInvalid)
+	}
+	if err := validJSON("arguments", p.Args); err != nil {
+		return err
+	}
+	switch {
 	case p.kind == insertPending:
 		return nil
 	case p.kind == insertRunning:
@@ -194,10 +199,22 @@ func (s Settlement) WithWatermarkMissing(missing bool) Settlement {
 	return s
 }
 
-// Validate reports whether s is a terminal settlement (ErrInvalid if not).
+// Validate reports whether s is a terminal settlement with a JSON outcome or none
+// (ErrInvalid if not).
 func (s Settlement) Validate() error {
 	if !s.Status.Terminal() {
 		return fmt.Errorf("%w: settlement with non-terminal status %q", ErrInvalid, s.Status)
+	}
+	return validJSON("outcome", s.Outcome)
+}
+
+// validJSON refuses raw unless it is empty (NULL) or one JSON value. The drivers store
+// arguments and outcomes as given, and rely on this rather than on a check of their
+// own (SQLite parsed each into JSONB on every write, a sixth of a read call's insert:
+// issue 20); json.Valid only scans.
+func validJSON(what string, raw json.RawMessage) error {
+	if len(raw) > 0 && !json.Valid(raw) {
+		return fmt.Errorf("%w: %s: not JSON", ErrInvalid, what)
 	}
 	return nil
 }

@@ -43,17 +43,8 @@ func migrateUp(ctx context.Context, db *sql.DB) error {
 			if _, err := tx.ExecContext(ctx, m.Up); err != nil {
 				return err
 			}
-			if strings.Contains(m.Up, "writable_schema") {
-				// An in-place edit of sqlite_schema (a CHECK removed): bump the schema
-				// cookie, as SQLite's procedure for it says, so that every connection
-				// reparses the schema. PRAGMA takes no expression, so it is done here.
-				var v int64
-				if err := tx.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA schema_version = %d`, v+1)); err != nil {
-					return err
-				}
+			if err := reloadSchemaIfEdited(ctx, tx, m.Up); err != nil {
+				return err
 			}
 			_, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, `+nowMicros+`)`, m.Version, m.Name)
@@ -64,6 +55,21 @@ func migrateUp(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// reloadSchemaIfEdited bumps the schema cookie after a script that edited sqlite_schema
+// in place (a CHECK removed or put back), as SQLite's procedure for it says, so that
+// every connection reparses the schema. PRAGMA takes no expression, so it is done here.
+func reloadSchemaIfEdited(ctx context.Context, tx *sql.Tx, script string) error {
+	if !strings.Contains(script, "writable_schema") {
+		return nil
+	}
+	var v int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA schema_version = %d`, v+1))
+	return err
 }
 
 // migrateDown reverts applied migrations newer than version, newest first.
@@ -85,8 +91,10 @@ func migrateDown(ctx context.Context, db *sql.DB, version int) error {
 			if n, _ := res.RowsAffected(); n == 0 {
 				return nil
 			}
-			_, err = tx.ExecContext(ctx, m.Down)
-			return err
+			if _, err = tx.ExecContext(ctx, m.Down); err != nil {
+				return err
+			}
+			return reloadSchemaIfEdited(ctx, tx, m.Down)
 		})
 		if err != nil {
 			return fmt.Errorf("sqlite: migration %s down: %w", &m, err)

@@ -464,8 +464,8 @@ func (s *Store) InvocationReleaseIfLeased(ctx context.Context, f store.Fence) er
 }
 
 func (s *Store) InvocationSuspendIfLeased(ctx context.Context, f store.Fence, resumeToken string, outcome json.RawMessage) error {
-	if resumeToken == "" {
-		return fmt.Errorf("%w: suspension without a resume token", store.ErrInvalid)
+	if err := store.ValidateSuspension(resumeToken, outcome); err != nil {
+		return err
 	}
 	token := sql.Named("resume_token", resumeToken)
 	// a token held by another row is a unique violation: ErrConflict

@@ -237,3 +237,52 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 		t.Fatalf("resolve after the upgrade: %+v, %v", got, err)
 	}
 }
+
+// TestMigration010_JSONCheckedByTheStore: the upgrade takes the json_valid CHECKs off
+// the arguments and the outcome (the store checks them before it writes, for every
+// driver), keeps the rows, and down puts them back; no other column changes.
+func TestMigration010_JSONCheckedByTheStore(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	schema := func() string {
+		t.Helper()
+		var sql string
+		if err := s.write.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'tool_invocations'`).Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		return sql
+	}
+	after := schema()
+	if strings.Contains(after, "json_valid") {
+		t.Fatalf("tool_invocations still checks JSON:\n%s", after)
+	}
+	if err := migrateDown(ctx, s.write, 9); err != nil {
+		t.Fatal(err)
+	}
+	before := schema()
+	if strings.Count(before, "json_valid") != 2 {
+		t.Fatalf("down did not put both CHECKs back:\n%s", before)
+	}
+	// Down enforces them again, in this connection too (the schema was reloaded).
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO tool_invocations (key, status, args, created_at, updated_at)
+		VALUES ('k-bad', 'PENDING', 'not json', 1, 1)`); err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Fatalf("non-JSON arguments before 010: %v, want a CHECK failure", err)
+	}
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO tool_invocations (key, status, args, outcome, created_at, updated_at)
+		VALUES ('k-old', 'SUCCEEDED', '{"a":1}', '{"ok":true}', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateUp(ctx, s.write); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema(); got != after {
+		t.Fatalf("up again:\n%s\nwant\n%s", got, after)
+	}
+	if got, err := s.InvocationGetByKey(ctx, "k-old"); err != nil || string(got.Args) != `{"a":1}` || string(got.Outcome) != `{"ok":true}` {
+		t.Fatalf("the row after the upgrade: %+v, %v", got, err)
+	}
+	var ok string
+	if err := s.write.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}

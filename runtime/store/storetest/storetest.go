@@ -570,6 +570,15 @@ func testInsertInvalid(t *testing.T, e *env) {
 		"no constructor":      {Call: params().Call},
 		"settled, missing watermark": store.InsertSettled(params().Call,
 			store.SettleFailed("x", json.RawMessage(`{}`)).WithWatermarkMissing(true)),
+		// arguments and outcomes are JSON (or nothing): the store checks, not the schema
+		"arguments not JSON":   params(func(p *row) { p.Args = json.RawMessage(`{"a":`) }),
+		"arguments two values": params(func(p *row) { p.Args = json.RawMessage(`{} {}`) }),
+		"outcome not JSON": params(func(p *row) {
+			p.Status, p.Outcome = store.StatusSucceeded, json.RawMessage(`succeeded`)
+		}),
+		"record-once outcome not JSON": params(func(p *row) {
+			p.Status, p.Outcome, p.Relaxed = store.StatusSucceeded, json.RawMessage(`{"ok":tru}`), true
+		}),
 	}
 	for name, p := range cases {
 		_, _, err := e.s.InvocationInsert(e.ctx, p)
@@ -818,6 +827,21 @@ func testSettleNonTerminal(t *testing.T, e *env) {
 	for _, st := range []store.Status{store.StatusPending, store.StatusRunning, "", "DONE"} {
 		err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(st, `{}`))
 		wantErr(t, "settle to "+string(st), err, store.ErrInvalid)
+	}
+	// An outcome that is not JSON is refused, and nothing is written: the row stays
+	// RUNNING, and so does a suspension's or a review's.
+	err := e.s.InvocationSettleIfLeased(e.ctx, inv.Fence(), settled(store.StatusSucceeded, `{"ok":`))
+	wantErr(t, "settle with an outcome that is not JSON", err, store.ErrInvalid)
+	err = e.s.InvocationSuspendIfLeased(e.ctx, inv.Fence(), "resume-json", json.RawMessage(`held`))
+	wantErr(t, "suspend with an outcome that is not JSON", err, store.ErrInvalid)
+	if got := e.get(t, inv.ID); got.Status != store.StatusRunning || got.SuspendedAt != nil || len(got.Outcome) != 0 {
+		t.Fatalf("invalid settlements wrote: %+v", got)
+	}
+	uncertain := e.insert(t, func(p *row) { p.Status = store.StatusUncertain })
+	_, err = e.s.InvocationResolveUncertain(e.ctx, uncertain.ID, store.ResolutionHappened, "carol", json.RawMessage(`{x}`), nil)
+	wantErr(t, "resolve with an outcome that is not JSON", err, store.ErrInvalid)
+	if got := e.get(t, uncertain.ID); got.Status != store.StatusUncertain || got.Resolution != "" {
+		t.Fatalf("an invalid review wrote: %+v", got)
 	}
 }
 
