@@ -346,7 +346,8 @@ type guardWriter struct {
 	withheld bool          // the response was withheld
 
 	// The SDK flushes after every event it writes. Two of those flushes are held back
-	// (see Flush): mu serializes the SDK's writes with the held priming flush's timer.
+	// (see Flush): mu serializes what the SDK writes with the held priming event's
+	// timer.
 	mu         sync.Mutex
 	held       heldFlush     // what the last Write asks the next Flush to hold back
 	primeDelay time.Duration // httpGuard.primeDelay
@@ -373,6 +374,8 @@ const (
 var primeDelay = 50 * time.Millisecond
 
 func (gw *guardWriter) WriteHeader(status int) {
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
 	if gw.status == 0 {
 		gw.status = status
 	}

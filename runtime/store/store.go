@@ -159,10 +159,10 @@ type ToolRef struct {
 	SHA256  string
 }
 
-// Generation is what call identity decides from of the latest row of a derived call
-// id (Invocations.InvocationGetLatestGeneration): the row's columns of the same names.
-// Not the whole row: every call with a derived id reads it, and 36 columns cost the
-// call more than the read (issue 20).
+// Generation is the part of a derived call id's latest row that call identity decides
+// from (Invocations.InvocationGetLatestGeneration): the row's columns of the same
+// names. Not the whole row: every call with a derived id reads it, and 36 columns cost
+// the call more than the read itself (issue 20).
 type Generation struct {
 	ID                                int64
 	CallID                            string
@@ -598,10 +598,11 @@ type Invocations interface {
 	// with these tools leaves for another (the recovery report's "skipped"), of tenant
 	// ("" for every tenant). It reads only.
 	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef, tenant string) (Unclaimable, error)
-	// InvocationGetLatestGeneration returns the latest row of a call whose id was
-	// derived (SES-2): of p's tenant, run, step and arguments hash, with call id
-	// p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded (they
-	// are recorded under keys of their own). ErrNotFound if there is none. It reads only.
+	// InvocationGetLatestGeneration returns the Generation of the latest row of a call
+	// whose id was derived (SES-2): of p's tenant, run, step and arguments hash, with
+	// call id p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows
+	// excluded (they are recorded under keys of their own). ErrNotFound if there is
+	// none. It reads only.
 	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (Generation, error)
 	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
 	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls

@@ -640,7 +640,7 @@ func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.Gener
 		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)).
 		Scan(&g.ID, &g.CallID, &status, &effect, &earlier, &updated)
 	if err != nil {
-		return g, notFound(err)
+		return store.Generation{}, notFound(err)
 	}
 	var times [2]time.Time
 	g.Status, g.UpdatedAt = store.Status(status), fromMicros(updated)
