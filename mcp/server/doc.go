@@ -271,6 +271,11 @@
 // the session. Revision 2026-07-28 has no resumption (no event ids). JSON-RPC batches are answered 400 from 2025-06-18 on (the SDK's
 // answer).
 //
+// A call answered within 50 ms is one write on the connection: the headers, the priming
+// event, the response and the end of the body go together (the SDK flushes after
+// each). A slower call's priming event is sent at 50 ms, or with the first
+// notification, whichever comes first; a notification is sent at once.
+//
 // [Server.ServeStdio] serves one newline-delimited connection (a process's stdin and
 // stdout). No line ends it (the SDK's own stdio transport ends the connection at the
 // first line it cannot decode): a line that is not JSON is answered -32700, one that
