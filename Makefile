@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5m
 
-.PHONY: all generate check check-diff test vet staticcheck fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak soak-scripts chaos scaleout node-deps conformance demo
+.PHONY: all generate check check-diff test vet staticcheck fmt-check stale unit fuzz-corpus bench fuzz fuzz-short soak soak-scripts chaos scaleout node-deps go-deps conformance demo
 
 all: test
 
@@ -29,7 +29,16 @@ check:
 ## test: vet, staticcheck, gofmt, stale gen/, unit tests and testscripts, then the check that every
 ## committed fuzz corpus was replayed. It runs no fuzzing campaign: a campaign's outcome
 ## depends on the wall clock and the machine's load (make fuzz).
-test: vet staticcheck fmt-check stale node-deps unit fuzz-corpus
+test: vet staticcheck fmt-check stale node-deps go-deps unit fuzz-corpus
+
+## go-deps: what a module importing toolgen builds with, in the module cache, for the
+## scripts that build one offline (testscripts ext_module, toolgen_host; GOPROXY=off):
+## the released go-sdk, which this module replaces with third_party/go-sdk (PATCHES.md)
+## and so never downloads itself (a replace does not travel to an importing module).
+GOSDK_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/modelcontextprotocol/go-sdk)
+go-deps:
+	d="$$(mktemp -d)" && (cd "$$d" && GOFLAGS= $(GO) mod download github.com/modelcontextprotocol/go-sdk@$(GOSDK_VERSION)); \
+	s=$$?; rmdir "$$d"; exit $$s
 
 ## node-deps: the real MCP peers the tests talk to (a real server and a real client,
 ## the official conformance suite and the Node 22 it needs, pinned in

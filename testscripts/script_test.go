@@ -104,6 +104,7 @@ func TestScripts(t *testing.T) {
 			"issuer":     cmdIssuer,
 			"httpget":    cmdHTTPGet,
 			"envfile":    cmdEnvFile,
+			"modcached":  cmdModCached,
 			// hosttest's go-sdk client and fresh PostgreSQL schemas, for scripts that
 			// need no node (the sec14_ attacks).
 			"mcp":      hosttest.Commands()["mcp"],
@@ -220,6 +221,27 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 
 // cmdWaitFile is "waitfile FILE": it waits (at most 60 s) until FILE exists, which a
 // background process creates when it reached a point (a device tool's call in flight).
+// cmdModCached is "modcached MODULE": the version of MODULE this module requires is in
+// the module cache, for a script that builds another module offline (GOPROXY=off) —
+// the released version, where this module replaces it (the go-sdk: an importing module
+// gets the released one). It fails naming the make target that puts it there.
+func cmdModCached(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: modcached MODULE")
+	}
+	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", args[0])
+	list.Dir = ts.Getenv("REPO")
+	out, err := list.Output()
+	if err != nil {
+		ts.Fatalf("modcached: go list -m %s: %v", args[0], err)
+	}
+	version := strings.TrimSpace(string(out))
+	zip := filepath.Join(ts.Getenv("GOMODCACHE"), "cache", "download", args[0], "@v", version+".zip")
+	if _, err := os.Stat(zip); err != nil {
+		ts.Fatalf("modcached: %s@%s is not in the module cache, and this script builds offline: run make go-deps", args[0], version)
+	}
+}
+
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitfile FILE")
