@@ -158,6 +158,9 @@ type rawSQLite struct {
 	// columns is the number of columns of an invocation row, read from the database
 	// (a migration may add columns).
 	columns int
+	// insertAttempt is the attempt the insert writes: the store takes it from what it
+	// inserted, not from the statement's result, and so does the loop.
+	insertAttempt int64
 }
 
 // insertReturns is the number of columns the store's insert returns (id,
@@ -189,6 +192,9 @@ func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[s
 			return nil, fmt.Errorf("%s: prepare %s: %w", c.Name, name, err)
 		}
 		r.stmts, r.args = append(r.stmts, stmt), append(r.args, args)
+		if sc.Method == "InvocationInsert" {
+			r.insertAttempt = int64(sc.Insert.Attempt())
+		}
 	}
 	return r, nil
 }
@@ -303,12 +309,7 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, named, de
 		if err := q.QueryRowContext(ctx, named...).Scan(dest[:insertReturns]...); err != nil {
 			return err
 		}
-		*id = vals[0].(int64)
-		for _, a := range named {
-			if a := a.(sql.NamedArg); a.Name == "attempt" {
-				*attempt = int64(a.Value.(int))
-			}
-		}
+		*id, *attempt = vals[0].(int64), r.insertAttempt
 		return nil
 	default: // the fenced writes
 		res, err := q.ExecContext(ctx, named...)
