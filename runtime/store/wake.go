@@ -328,8 +328,10 @@ func (h *Hub) Gated() []string {
 }
 
 // Registered records that the gated wire names are registered now (their writes
-// notify): their subscriptions become ready and are woken, to read what was written
-// before. Names that lost their last subscription meanwhile are ignored.
+// notify): their subscriptions are woken, to read what was written before, and
+// become ready — in that order, so that a waiter that has seen Ready closed has the
+// wake-up waiting already and can drop it (else it could arrive later and pass for a
+// commit's). Names that lost their last subscription meanwhile are ignored.
 func (h *Hub) Registered(wires []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -343,8 +345,8 @@ func (h *Hub) Registered(wires []string) {
 			continue
 		}
 		for s := range set {
+			s.wake() // before Ready closes: whoever sees it closed sees the wake-up too
 			h.makeReady(s)
-			s.wake()
 		}
 	}
 }
@@ -365,10 +367,10 @@ func (h *Hub) SetUp(registered []string) {
 	for wire, set := range h.subs {
 		ready := !h.isGated(wire) || h.live[wire]
 		for s := range set {
+			s.wake() // before Ready closes, as in Registered
 			if ready {
 				h.makeReady(s)
 			}
-			s.wake()
 		}
 	}
 }
