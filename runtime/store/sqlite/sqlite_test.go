@@ -286,3 +286,93 @@ func TestMigration010_JSONCheckedByTheStore(t *testing.T) {
 		t.Fatalf("integrity_check: %q, %v", ok, err)
 	}
 }
+
+// TestMigration011_IDsWithoutSQLiteSequence: after the upgrade a call's record and its
+// events take max(id) + 1 without touching sqlite_sequence (the page every record wrote
+// for AUTOINCREMENT), deleting either table's rows is refused (what makes max(id) + 1
+// never an id a row or an event cursor had), and down puts AUTOINCREMENT back with no
+// id reused.
+func TestMigration011_IDsWithoutSQLiteSequence(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	schema := func() string {
+		t.Helper()
+		var sql string
+		if err := s.write.QueryRowContext(ctx, `SELECT group_concat(sql, ';') FROM (SELECT sql FROM sqlite_schema
+			WHERE tbl_name IN ('tool_invocations', 'events') AND sql IS NOT NULL ORDER BY name)`).Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		return sql
+	}
+	sequence := func() string {
+		t.Helper()
+		var seq string
+		if err := s.write.QueryRowContext(ctx, `SELECT coalesce(group_concat(name || '=' || seq, ' '), '') FROM
+			(SELECT name, seq FROM sqlite_sequence WHERE name IN ('tool_invocations', 'events') ORDER BY name)`).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	maxIDs := func() (calls, events int64) {
+		t.Helper()
+		if err := s.write.QueryRowContext(ctx, `SELECT (SELECT max(id) FROM tool_invocations), (SELECT max(id) FROM events)`).Scan(&calls, &events); err != nil {
+			t.Fatal(err)
+		}
+		return calls, events
+	}
+	record := func(key string) *store.Invocation {
+		t.Helper()
+		inv, _, err := s.InvocationInsert(ctx, store.InsertRecordOnce(store.Call{Key: key, Tool: "t", Args: []byte(`{}`)},
+			store.SettleSucceeded([]byte(`{"ok":true}`))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inv
+	}
+
+	after := schema()
+	if strings.Contains(after, "AUTOINCREMENT") || !strings.Contains(after, "tool_invocations_no_delete") || !strings.Contains(after, "events_no_delete") {
+		t.Fatalf("schema after 011:\n%s", after)
+	}
+	seq := sequence()
+	first := record("k-1")
+	calls, events := maxIDs()
+	second := record("k-2")
+	if second.ID != calls+1 || first.ID >= second.ID {
+		t.Fatalf("ids %d then %d, max before the second %d", first.ID, second.ID, calls)
+	}
+	if c, e := maxIDs(); c != second.ID || e != events+2 {
+		t.Fatalf("after a record: max ids %d, %d; want %d, %d (the record and its two events)", c, e, second.ID, events+2)
+	}
+	if got := sequence(); got != seq {
+		t.Fatalf("a record wrote sqlite_sequence: %q, was %q", got, seq)
+	}
+	for _, stmt := range []string{`DELETE FROM tool_invocations WHERE id = ?`, `DELETE FROM events WHERE invocation_id = ?`} {
+		if _, err := s.write.ExecContext(ctx, stmt, second.ID); err == nil || !strings.Contains(err.Error(), "never deleted") {
+			t.Fatalf("%s: %v, want the no-delete trigger's refusal", stmt, err)
+		}
+	}
+
+	if err := migrateDown(ctx, s.write, 10); err != nil {
+		t.Fatal(err)
+	}
+	if before := schema(); strings.Count(before, "AUTOINCREMENT") != 2 || strings.Contains(before, "no_delete") {
+		t.Fatalf("down did not restore 010's schema:\n%s", before)
+	}
+	if third := record("k-3"); third.ID != second.ID+1 {
+		t.Fatalf("with AUTOINCREMENT back, the next id is %d, want %d", third.ID, second.ID+1)
+	}
+	if err := migrateUp(ctx, s.write); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema(); got != after {
+		t.Fatalf("up again:\n%s\nwant\n%s", got, after)
+	}
+	if fourth := record("k-4"); fourth.ID != second.ID+2 {
+		t.Fatalf("up again, the next id is %d, want %d", fourth.ID, second.ID+2)
+	}
+	var ok string
+	if err := s.write.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}
