@@ -59,6 +59,7 @@ TARGETS=(
 	"./runtime/internal/fastschema FuzzValid"
 	"./runtime/internal/fastschema FuzzValidSchema"
 	"./internal/identity FuzzVerify"
+	"./runtime/internal/sqlfile FuzzNewPositional"
 	"./internal/textsafe FuzzField"
 	"./sandbox FuzzScript"
 	"./sandbox FuzzProvenance"

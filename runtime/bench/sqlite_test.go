@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as runtime/store/sqlite uses it
 
 	"github.com/toolgen/toolgen/runtime"
+	"github.com/toolgen/toolgen/runtime/internal/sqlfile"
 	"github.com/toolgen/toolgen/runtime/store/sqlite"
 )
 
@@ -148,13 +149,17 @@ FROM g`
 
 // rawSQLite is the baseline loop of one class: the store's statements, prepared.
 type rawSQLite struct {
-	calls     []storeCall
-	stmts     []*sql.Stmt // one per call, on the pool the store uses for it
-	sqls      []string
-	args      []map[string]any
-	write     *sql.DB
-	read      *sql.DB
-	readCalls []bool
+	calls []storeCall
+	stmts []*sql.Stmt // one per call, on the pool the store uses for it
+	sqls  []string
+	args  []map[string]any
+	// positional are the statements the store binds by position (the record and the
+	// breaker's read, sqlite.Store.prepare), rewritten as it rewrites them; nil for the
+	// others, bound by name as the store binds them
+	positional []*sqlfile.Positional
+	write      *sql.DB
+	read       *sql.DB
+	readCalls  []bool
 	// columns is the number of columns of an invocation row, read from the database
 	// (a migration may add columns).
 	columns int
@@ -185,8 +190,17 @@ func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[s
 		if isRead {
 			db = read
 		}
-		r.sqls, r.readCalls = append(r.sqls, queries[name]), append(r.readCalls, isRead)
-		stmt, err := db.PrepareContext(ctx, queries[name])
+		query := queries[name]
+		var pos *sqlfile.Positional
+		if sc.Method == "InvocationInsert" || sc.Method == "InvocationBreakerCounts" {
+			p, err := sqlfile.NewPositional(query)
+			if err != nil {
+				return nil, err
+			}
+			pos, query = &p, p.Query
+		}
+		r.sqls, r.readCalls, r.positional = append(r.sqls, query), append(r.readCalls, isRead), append(r.positional, pos)
+		stmt, err := db.PrepareContext(ctx, query)
 		if err != nil {
 			r.close()
 			return nil, fmt.Errorf("%s: prepare %s: %w", c.Name, name, err)
@@ -257,12 +271,24 @@ func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag s
 			if sc.Method == "InvocationMarkEffectSentIfLeased" || sc.Method == "InvocationSettleIfLeased" {
 				vary["id"], vary["attempt"] = id, attempt
 			}
-			named := make([]any, 0, len(r.args[j]))
+			named := make([]sql.NamedArg, 0, len(r.args[j]))
 			for name, v := range r.args[j] {
 				if nv, ok := vary[name]; ok {
 					v = nv
 				}
 				named = append(named, sql.Named(name, v))
+			}
+			var args []any
+			if pos := r.positional[j]; pos != nil {
+				var err error
+				if args, err = pos.Args(named...); err != nil {
+					return err
+				}
+			} else {
+				args = make([]any, len(named))
+				for k := range named {
+					args[k] = named[k]
+				}
 			}
 			var q queryer = r.stmts[j]
 			var tx *sql.Tx
@@ -275,7 +301,7 @@ func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag s
 				}
 				q = unprepared{query: r.sqls[j], db: tx}
 			}
-			if err := r.exec(ctx, sc, q, named, w.dest, w.vals, &id, &attempt); err != nil {
+			if err := r.exec(ctx, sc, q, args, w.dest, w.vals, &id, &attempt); err != nil {
 				if tx != nil {
 					tx.Rollback()
 				}
@@ -292,27 +318,27 @@ func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag s
 }
 
 // exec runs one statement of the loop and checks its result as the store does.
-func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, named, dest, vals []any, id, attempt *int64) error {
+func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, args, dest, vals []any, id, attempt *int64) error {
 	switch sc.Method {
 	case "InvocationBreakerCounts":
 		var total, denied int
 		var uncertain bool
-		return q.QueryRowContext(ctx, named...).Scan(&total, &denied, &uncertain)
+		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain)
 	case "InvocationGetByKey":
-		if err := q.QueryRowContext(ctx, named...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
+		if err := q.QueryRowContext(ctx, args...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("get by key: %v", err)
 		}
 		return nil
 	case "InvocationInsert":
 		// what the insert returns (the id and the times the database chose); the
 		// attempt is the one inserted, as the store takes it
-		if err := q.QueryRowContext(ctx, named...).Scan(dest[:insertReturns]...); err != nil {
+		if err := q.QueryRowContext(ctx, args...).Scan(dest[:insertReturns]...); err != nil {
 			return err
 		}
 		*id, *attempt = vals[0].(int64), r.insertAttempt
 		return nil
 	default: // the fenced writes
-		res, err := q.ExecContext(ctx, named...)
+		res, err := q.ExecContext(ctx, args...)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,9 @@ import (
 )
 
 // SQL of the SQLite driver, in the .sql files of sql/ (read by sqlfile: a section
-// per statement, fragments included as {{name}}). Parameters are named (:name). Times
+// per statement, fragments included as {{name}}). Parameters are named (:name); the
+// statements every call runs (the record, call identity, the breaker) are prepared with
+// ? in their place and bound by position (sqlfile.Positional, Store.prepare). Times
 // are INTEGER microseconds since the Unix epoch from SQLite's own clock: the fragment
 // nowMicros is stable within one statement ("now" is fixed per sqlite3_step) and has
 // millisecond precision. A store opened WithClock runs its statements with nowMicros

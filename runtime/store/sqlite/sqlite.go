@@ -15,6 +15,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/toolgen/toolgen/runtime/internal/sqlfile"
 	"github.com/toolgen/toolgen/runtime/store"
 )
 
@@ -26,12 +27,14 @@ type Store struct {
 	// insertRelaxed while it holds write's connection (so the two never write at once).
 	relaxed       *sql.DB
 	relaxedInsert *sql.Stmt // invocationInsertSQL, prepared on relaxed
-	read          *sql.DB   // read-only connections (WAL readers)
-	w             writeStmts
-	r             readStmts
-	stmts         []*sql.Stmt // all of w and r, for Close
-	hub           *store.Hub  // in-process wake-ups (wake.go)
-	clock         clocked     // WithClock (clock.go)
+	// the statements every call runs take their arguments by position (positional.go)
+	insertArgs, latestGenerationArgs, breakerCountsArgs sqlfile.Positional
+	read                                                *sql.DB // read-only connections (WAL readers)
+	w                                                   writeStmts
+	r                                                   readStmts
+	stmts                                               []*sql.Stmt // all of w and r, for Close
+	hub                                                 *store.Hub  // in-process wake-ups (wake.go)
+	clock                                               clocked     // WithClock (clock.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -139,55 +142,64 @@ func (s *Store) prepare(ctx context.Context) error {
 		db    *sql.DB
 		stmt  **sql.Stmt
 		query string
+		args  *sqlfile.Positional // non-nil: prepared with ? for :name, bound by position
 	}{
-		{s.write, &w.insert, invocationInsertSQL},
-		{s.relaxed, &s.relaxedInsert, invocationInsertSQL},
-		{s.write, &w.claim, invocationClaimIfPendingSQL},
-		{s.write, &w.markEffectSent, invocationMarkEffectSentIfLeasedSQL},
-		{s.write, &w.settle, invocationSettleIfLeasedSQL},
-		{s.write, &w.release, invocationReleaseIfLeasedSQL},
-		{s.write, &w.suspend, invocationSuspendIfLeasedSQL},
-		{s.write, &w.resume, invocationResumeSQL},
-		{s.write, &w.renew, invocationRenewLeasesSQL},
-		{s.write, &w.sweep, invocationSweepSQL},
-		{s.write, &w.unsuspend, invocationUnsuspendDecidedSQL},
-		{s.write, &w.resolve, invocationResolveUncertainSQL},
-		{s.write, &w.exists, invocationExistsSQL},
-		{s.write, &w.resumeTokenTaken, invocationResumeTokenTakenSQL},
-		{s.write, &w.approvalDecide, approvalDecideSQL},
-		{s.write, &w.approvalExists, approvalExistsSQL},
-		{s.write, &w.auditAppend, auditAppendSQL},
-		{s.write, &w.catalogAppend, catalogHistoryAppendSQL},
-		{s.write, &w.sessionModeSet, sessionModeSetSQL},
-		{s.write, &w.eventAppend, eventAppendSQL},
-		{s.write, &w.session.claim, sessionClaimSQL},
-		{s.write, &w.session.catalogInsert, sessionCatalogInsertSQL},
-		{s.write, &w.session.pinsInsert, sessionPinsInsertSQL},
-		{s.write, &w.session.pinsDelete, sessionPinsDeleteSQL},
-		{s.write, &w.session.pinsEpoch, sessionPinsEpochSQL},
+		{s.write, &w.insert, invocationInsertSQL, &s.insertArgs},
+		{s.relaxed, &s.relaxedInsert, invocationInsertSQL, &s.insertArgs},
+		{s.read, &r.breakerCounts, invocationBreakerCountsSQL, &s.breakerCountsArgs},
+		{s.read, &r.latestGeneration, invocationGetLatestGenerationSQL, &s.latestGenerationArgs},
+		{s.write, &w.claim, invocationClaimIfPendingSQL, nil},
+		{s.write, &w.markEffectSent, invocationMarkEffectSentIfLeasedSQL, nil},
+		{s.write, &w.settle, invocationSettleIfLeasedSQL, nil},
+		{s.write, &w.release, invocationReleaseIfLeasedSQL, nil},
+		{s.write, &w.suspend, invocationSuspendIfLeasedSQL, nil},
+		{s.write, &w.resume, invocationResumeSQL, nil},
+		{s.write, &w.renew, invocationRenewLeasesSQL, nil},
+		{s.write, &w.sweep, invocationSweepSQL, nil},
+		{s.write, &w.unsuspend, invocationUnsuspendDecidedSQL, nil},
+		{s.write, &w.resolve, invocationResolveUncertainSQL, nil},
+		{s.write, &w.exists, invocationExistsSQL, nil},
+		{s.write, &w.resumeTokenTaken, invocationResumeTokenTakenSQL, nil},
+		{s.write, &w.approvalDecide, approvalDecideSQL, nil},
+		{s.write, &w.approvalExists, approvalExistsSQL, nil},
+		{s.write, &w.auditAppend, auditAppendSQL, nil},
+		{s.write, &w.catalogAppend, catalogHistoryAppendSQL, nil},
+		{s.write, &w.sessionModeSet, sessionModeSetSQL, nil},
+		{s.write, &w.eventAppend, eventAppendSQL, nil},
+		{s.write, &w.session.claim, sessionClaimSQL, nil},
+		{s.write, &w.session.catalogInsert, sessionCatalogInsertSQL, nil},
+		{s.write, &w.session.pinsInsert, sessionPinsInsertSQL, nil},
+		{s.write, &w.session.pinsDelete, sessionPinsDeleteSQL, nil},
+		{s.write, &w.session.pinsEpoch, sessionPinsEpochSQL, nil},
 
-		{s.read, &r.get, invocationGetSQL},
-		{s.read, &r.getByKey, invocationGetByKeySQL},
-		{s.read, &r.getByResumeToken, invocationGetByResumeTokenSQL},
-		{s.read, &r.listRetryable, invocationListRetryableSQL},
-		{s.read, &r.countUnclaimable, invocationCountUnclaimableSQL},
-		{s.read, &r.listUncertain, invocationListUncertainSQL},
-		{s.read, &r.breakerCounts, invocationBreakerCountsSQL},
-		{s.read, &r.latestGeneration, invocationGetLatestGenerationSQL},
-		{s.read, &r.fenceHolds, invocationFenceHoldsSQL},
-		{s.read, &r.settledByFence, invocationSettledByFenceSQL},
-		{s.read, &r.releasedAt, invocationReleasedAtSQL},
-		{s.read, &r.suspendedByFence, invocationSuspendedByFenceSQL},
-		{s.read, &r.approvalGet, approvalGetSQL},
-		{s.read, &r.auditList, auditListSQL},
-		{s.read, &r.catalogList, catalogHistoryListSQL},
-		{s.read, &r.list, invocationListSQL},
-		{s.read, &r.sessionModeGet, sessionModeGetSQL},
-		{s.read, &r.eventList, eventListSQL},
-		{s.read, &r.session.owner, sessionOwnerSQL},
-		{s.read, &r.session.pins, sessionPinsSQL},
+		{s.read, &r.get, invocationGetSQL, nil},
+		{s.read, &r.getByKey, invocationGetByKeySQL, nil},
+		{s.read, &r.getByResumeToken, invocationGetByResumeTokenSQL, nil},
+		{s.read, &r.listRetryable, invocationListRetryableSQL, nil},
+		{s.read, &r.countUnclaimable, invocationCountUnclaimableSQL, nil},
+		{s.read, &r.listUncertain, invocationListUncertainSQL, nil},
+		{s.read, &r.fenceHolds, invocationFenceHoldsSQL, nil},
+		{s.read, &r.settledByFence, invocationSettledByFenceSQL, nil},
+		{s.read, &r.releasedAt, invocationReleasedAtSQL, nil},
+		{s.read, &r.suspendedByFence, invocationSuspendedByFenceSQL, nil},
+		{s.read, &r.approvalGet, approvalGetSQL, nil},
+		{s.read, &r.auditList, auditListSQL, nil},
+		{s.read, &r.catalogList, catalogHistoryListSQL, nil},
+		{s.read, &r.list, invocationListSQL, nil},
+		{s.read, &r.sessionModeGet, sessionModeGetSQL, nil},
+		{s.read, &r.eventList, eventListSQL, nil},
+		{s.read, &r.session.owner, sessionOwnerSQL, nil},
+		{s.read, &r.session.pins, sessionPinsSQL, nil},
 	} {
-		stmt, err := p.db.PrepareContext(ctx, s.clock.sql(p.query))
+		query := s.clock.sql(p.query)
+		if p.args != nil {
+			pos, err := sqlfile.NewPositional(query)
+			if err != nil {
+				return fmt.Errorf("sqlite: %q: %w", firstLine(p.query), err)
+			}
+			*p.args, query = pos, pos.Query
+		}
+		stmt, err := p.db.PrepareContext(ctx, query)
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare %q: %w", firstLine(p.query), err)
 		}
@@ -270,7 +282,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		owner, leaseUS = o, lease.Microseconds()
 	}
 	settled := p.Settlement()
-	args := []any{
+	args, err := s.insertArgs.Args(
 		sql.Named("key", p.Key), sql.Named("tenant", p.Tenant), sql.Named("principal", p.Principal),
 		sql.Named("session_id", p.SessionID), sql.Named("run_id", p.RunID), sql.Named("step_number", p.Step),
 		sql.Named("call_id", p.CallID), sql.Named("tool", p.Tool), sql.Named("tool_version", p.ToolVersion),
@@ -282,9 +294,11 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		sql.Named("reason_code", settled.ReasonCode), sql.Named("outcome", nullJSON(settled.Outcome)),
 		sql.Named("lease_owner", owner), sql.Named("lease_us", leaseUS), sql.Named("attempt", p.Attempt()),
 		sql.Named("workspace", p.Workspace),
+	)
+	if err != nil {
+		return nil, false, err
 	}
 	var inv *store.Invocation
-	var err error
 	if p.Relaxed() {
 		inv, err = s.insertRelaxed(ctx, p, args)
 	} else {
@@ -636,9 +650,12 @@ func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.Gener
 	var status string
 	var effect, earlier sql.NullInt64
 	var updated int64
-	err = s.r.latestGeneration.QueryRowContext(ctx, sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
-		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase)).
-		Scan(&g.ID, &g.CallID, &status, &effect, &earlier, &updated)
+	args, err := s.latestGenerationArgs.Args(sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
+		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase))
+	if err != nil {
+		return g, err
+	}
+	err = s.r.latestGeneration.QueryRowContext(ctx, args...).Scan(&g.ID, &g.CallID, &status, &effect, &earlier, &updated)
 	if err != nil {
 		return store.Generation{}, notFound(err)
 	}
@@ -654,8 +671,11 @@ func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, args
 	if err != nil {
 		return c, err
 	}
-	err = s.r.breakerCounts.QueryRowContext(ctx, sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash)).
-		Scan(&c.Total, &c.Denied, &c.Uncertain)
+	args, err := s.breakerCountsArgs.Args(sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash))
+	if err != nil {
+		return c, err
+	}
+	err = s.r.breakerCounts.QueryRowContext(ctx, args...).Scan(&c.Total, &c.Denied, &c.Uncertain)
 	return c, err
 }
 
