@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -51,24 +52,70 @@ type sessionHandler struct {
 // the SDK's StreamableServerTransport reads it: in the request's context, under a key
 // of the SDK's own that only its StreamableHTTPHandler sets (go-sdk v1.8.0; it decides
 // the priming event and retry field of a response stream, the refusal of a batch
-// from 2025-06-18 on, ...). A probe — r as a bodiless POST — goes through a stateless
-// SDK handler, which sets that key and then asks for a server with the request: that
-// request's context is kept, and no server is given (the probe's answer is
-// discarded). Without the header the SDK reads no revision either.
+// from 2025-06-18 on, ...). A probe — a bodiless POST carrying only the revision —
+// goes through a stateless SDK handler, which sets that key and then asks for a
+// server with the request: that request's context is kept, and no server is given
+// (the probe's answer is discarded). Without the header the SDK reads no revision
+// either. The probe depends on the revision alone, so its context is kept per
+// revision (revisionValues) and a request's context answers the SDK's key from it
+// (revisionContext): one probe per revision, not per request, which cost a thirtieth
+// of toolrun's CPU per call (issue 20).
 func (h *sessionHandler) withRevision(r *http.Request) *http.Request {
-	if r.Header.Get(headerProtocolVersion) == "" {
+	rev := r.Header.Get(headerProtocolVersion)
+	if rev == "" {
 		return r
 	}
+	values, ok := revisionValues.Load(rev)
+	if !ok {
+		if values = probeRevision(rev); values == nil {
+			return r
+		}
+		// A client may send any value: past a few, they are probed every time.
+		if revisionsKept.Add(1) <= maxKeptRevisions {
+			revisionValues.Store(rev, values)
+		}
+	}
+	return r.WithContext(revisionContext{Context: r.Context(), values: values.(context.Context)})
+}
+
+// probeRevision is the context the SDK's handler derives for a request of revision
+// rev, or nil if it refuses such a request before it reads the revision.
+func probeRevision(rev string) context.Context {
 	ps := &probeState{}
-	probe := r.Clone(context.WithValue(r.Context(), probeKey{}, ps))
-	probe.Method, probe.Body, probe.ContentLength = http.MethodPost, http.NoBody, 0
+	probe, err := http.NewRequestWithContext(context.WithValue(context.Background(), probeKey{}, ps),
+		http.MethodPost, "/", http.NoBody)
+	if err != nil {
+		return nil
+	}
 	probe.Header.Set("Content-Type", "application/json")
 	probe.Header.Set("Accept", "application/json, text/event-stream")
+	probe.Header.Set(headerProtocolVersion, rev)
 	revisionProbe.ServeHTTP(discardResponse{}, probe)
-	if ps.ctx == nil {
-		return r
+	return ps.ctx
+}
+
+// The contexts of the revisions probed so far (string -> context.Context), at most
+// maxKeptRevisions of them.
+var (
+	revisionValues sync.Map
+	revisionsKept  atomic.Int32
+)
+
+const maxKeptRevisions = 32
+
+// revisionContext is a request's context that also answers from values, the context
+// a probe derived, for a key the request's own does not hold (the SDK's revision
+// key): its deadline, cancellation and every other value are the request's.
+type revisionContext struct {
+	context.Context
+	values context.Context
+}
+
+func (c revisionContext) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
 	}
-	return r.WithContext(ps.ctx)
+	return c.values.Value(key)
 }
 
 type (
