@@ -25,14 +25,14 @@ func (s *Store) EventAppend(ctx context.Context, e store.Event) (int64, error) {
 		duration = e.Duration.Microseconds()
 	}
 	var id int64
-	err := s.w.eventAppend.QueryRowContext(ctx, sql.Named("kind", e.Kind), sql.Named("tenant", e.Tenant),
+	err := toEnd(s.w.eventAppend.QueryContext(ctx, sql.Named("kind", e.Kind), sql.Named("tenant", e.Tenant),
 		sql.Named("session_id", e.SessionID), sql.Named("run_id", e.RunID), sql.Named("invocation_id", invocation),
 		sql.Named("step_number", e.Step), sql.Named("call_id", e.CallID), sql.Named("tool", e.Tool),
 		sql.Named("status", e.Status), sql.Named("reason_code", e.ReasonCode), sql.Named("mode", e.Mode),
 		sql.Named("decision", e.Decision), sql.Named("idempotency", e.Idempotency),
 		sql.Named("origin_trust", e.OriginTrust), sql.Named("argument_trust", e.ArgumentTrust),
 		sql.Named("attempt", e.Attempt), sql.Named("server_id", e.Server), sql.Named("change", e.Change),
-		sql.Named("duration_us", duration)).Scan(&id)
+		sql.Named("duration_us", duration))).Scan(&id)
 	if err == nil {
 		s.hub.NotifyTopics(store.EventsTopic(e.Tenant))
 	}

@@ -3,9 +3,12 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/storetest"
@@ -374,5 +377,54 @@ func TestMigration011_IDsWithoutSQLiteSequence(t *testing.T) {
 	var ok string
 	if err := s.write.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
 		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}
+
+// TestWAL_CheckpointedByTheWrites: the store's own writes keep the WAL bounded. SQLite
+// checkpoints automatically every 1,000 WAL pages, but only from a statement stepped
+// to its end; the store's writes with RETURNING were read with one step and a reset,
+// so nothing ever checkpointed and the WAL grew by every page written (about 23 KB
+// per record). Each phase runs only the writes a call of its kind makes.
+func TestWAL_CheckpointedByTheWrites(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	walPages := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(s.path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size() / 4096
+	}
+	// 1,000 pages before a checkpoint, and what the commit that crossed it wrote
+	const bound = 1500
+	call := func(key string) store.Call {
+		return store.Call{Key: key, Tenant: "t", RunID: "r", CallID: key, Tool: "t", Args: []byte(`{"k":"` + key + `"}`), ArgsHash: key}
+	}
+	for i := range 3000 { // read calls: one record-once insert each
+		key := "read-" + strconv.Itoa(i)
+		if _, _, err := s.InvocationInsert(ctx, store.InsertRecordOnce(call(key), store.SettleSucceeded([]byte(`{"ok":true}`)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := walPages(); n > bound {
+		t.Fatalf("after 3,000 records the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
+	}
+	for i := range 1000 { // write calls: a claim insert and two fenced writes each
+		key := "write-" + strconv.Itoa(i)
+		inv, _, err := s.InvocationInsert(ctx, store.InsertRunning(call(key), "w", time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := store.Fence{ID: inv.ID, Owner: "w", Attempt: inv.Attempt}
+		if err := s.InvocationMarkEffectSentIfLeased(ctx, f, "token-"+key); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.InvocationSettleIfLeased(ctx, f, store.SettleSucceeded([]byte(`{"ok":true}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := walPages(); n > bound {
+		t.Fatalf("after 1,000 write calls the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
 	}
 }

@@ -48,7 +48,7 @@ func (s *Store) wokeCall(tenant, key string) {
 // rows it wrote (0 or 1).
 func (s *Store) execFenced(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
 	var tenant, key string
-	err := stmt.QueryRowContext(ctx, args...).Scan(&tenant, &key)
+	err := toEnd(stmt.QueryContext(ctx, args...)).Scan(&tenant, &key)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
