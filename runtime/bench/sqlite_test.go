@@ -222,6 +222,7 @@ func (r *rawSQLite) close() {
 // queryer is what a statement runs on: a prepared statement, a pool, a transaction.
 type queryer interface {
 	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
 	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 }
 
@@ -230,12 +231,17 @@ type unprepared struct {
 	query string
 	db    interface {
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	}
 }
 
 func (u unprepared) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	return u.db.QueryRowContext(ctx, u.query, args...)
+}
+
+func (u unprepared) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	return u.db.QueryContext(ctx, u.query, args...)
 }
 
 func (u unprepared) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
@@ -331,8 +337,27 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, args, des
 		return nil
 	case "InvocationInsert":
 		// what the insert returns (the id and the times the database chose); the
-		// attempt is the one inserted, as the store takes it
-		if err := q.QueryRowContext(ctx, args...).Scan(dest[:insertReturns]...); err != nil {
+		// attempt is the one inserted, as the store takes it. The statement is stepped
+		// to its end, as the store steps it: only that step runs SQLite's automatic
+		// checkpoint.
+		rows, err := q.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		if !rows.Next() {
+			rows.Close()
+			return fmt.Errorf("insert returned no row: %v", rows.Err())
+		}
+		if err := rows.Scan(dest[:insertReturns]...); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Next()
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		if err := rows.Close(); err != nil {
 			return err
 		}
 		*id, *attempt = vals[0].(int64), r.insertAttempt
