@@ -27,14 +27,16 @@ type Store struct {
 	// insertRelaxed while it holds write's connection (so the two never write at once).
 	relaxed       *sql.DB
 	relaxedInsert *sql.Stmt // invocationInsertSQL, prepared on relaxed
-	// the statements every call runs take their arguments by position (positional.go)
+	read          *sql.DB   // read-only connections (WAL readers)
+	w             writeStmts
+	r             readStmts
+	stmts         []*sql.Stmt // all of w and r, for Close
+	hub           *store.Hub  // in-process wake-ups (wake.go)
+	clock         clocked     // WithClock (clock.go)
+
+	// The statements every call runs (the record, call identity, the breaker) take
+	// their arguments by position (sqlfile.Positional, prepare).
 	insertArgs, latestGenerationArgs, breakerCountsArgs sqlfile.Positional
-	read                                                *sql.DB // read-only connections (WAL readers)
-	w                                                   writeStmts
-	r                                                   readStmts
-	stmts                                               []*sql.Stmt // all of w and r, for Close
-	hub                                                 *store.Hub  // in-process wake-ups (wake.go)
-	clock                                               clocked     // WithClock (clock.go)
 }
 
 var _ store.Store = (*Store)(nil)
