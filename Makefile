@@ -34,11 +34,17 @@ test: vet staticcheck fmt-check stale node-deps go-deps unit fuzz-corpus
 ## go-deps: what a module importing toolgen builds with, in the module cache, for the
 ## scripts that build one offline (testscripts ext_module, toolgen_host; GOPROXY=off):
 ## the released go-sdk, which this module replaces with third_party/go-sdk (PATCHES.md)
-## and so never downloads itself (a replace does not travel to an importing module).
-GOSDK_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/modelcontextprotocol/go-sdk)
+## and so never downloads itself (a replace does not travel to an importing module), and
+## the go.mod files of the importing module's graph that this module's pruned graph never
+## reads (go-logr/logr v1.2.2, required by go-logr/stdr's go 1.16 go.mod). It builds such
+## a module, online, in a temporary directory: the host command line, the test host and
+## the generator, as the scripts' modules use them.
 go-deps:
-	d="$$(mktemp -d)" && (cd "$$d" && GOFLAGS= $(GO) mod download github.com/modelcontextprotocol/go-sdk@$(GOSDK_VERSION)); \
-	s=$$?; rmdir "$$d"; exit $$s
+	d="$$(mktemp -d)" && cp go.sum "$$d/" && (cd "$$d" && \
+	  printf 'module example.com/godeps\n\ngo 1.26\n\nrequire github.com/toolgen/toolgen v0.0.0\n\nreplace github.com/toolgen/toolgen => $(CURDIR)\n' > go.mod && \
+	  printf 'package main\n\nimport (\n\t_ "github.com/toolgen/toolgen/host/hostcli"\n\t_ "github.com/toolgen/toolgen/host/hosttest"\n)\n\nfunc main() {}\n' > main.go && \
+	  GOFLAGS=-mod=mod $(GO) build . github.com/toolgen/toolgen/cmd/toolgen); \
+	s=$$?; rm -rf "$$d"; exit $$s
 
 ## node-deps: the real MCP peers the tests talk to (a real server and a real client,
 ## the official conformance suite and the Node 22 it needs, pinned in
