@@ -37,6 +37,8 @@ type Store struct {
 	// The statements every call runs (the record, call identity, the breaker) take
 	// their arguments by position (sqlfile.Positional, prepare).
 	insertArgs, latestGenerationArgs, breakerCountsArgs sqlfile.Positional
+
+	records recordQueue // record-once inserts waiting for the relaxed connection (records.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -321,25 +323,6 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		return nil, false, err
 	}
 	return inv, false, nil
-}
-
-// insertRelaxed runs the insert of a record-once row (store.InsertRecordOnce) on the
-// relaxed connection, whose synchronous=NORMAL commits in WAL mode reach the OS but are
-// not fsynced: the next FULL commit (every other write, on the writer) fsyncs the WAL
-// and so makes them durable too. It holds the writer's only connection meanwhile, so no
-// other write of this process runs at the same time and the two connections never wait
-// on each other's lock (a writer of another process is waited for by busy_timeout, as
-// always). The insert is one prepared autocommit statement: no PRAGMA is switched and
-// no transaction opened per call, which took a fifth of its CPU when the writer
-// connection was switched to NORMAL and back around a transaction (issue 20).
-// ErrNotFound, as from the autocommit insert, means the key exists.
-func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []any) (*store.Invocation, error) {
-	hold, err := s.write.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer hold.Close()
-	return scanInserted(p, toEnd(s.relaxedInsert.QueryContext(ctx, args...)))
 }
 
 // scanInserted is the row InvocationInsert wrote: what the statement returns (the

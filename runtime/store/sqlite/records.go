@@ -1,0 +1,130 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// A record-once row (store.InsertRecordOnce) is written on the relaxed connection,
+// whose synchronous=NORMAL commits in WAL mode reach the OS but are not fsynced: the
+// next FULL commit (every other write, on the writer) fsyncs the WAL and so makes them
+// durable too. The writer's only connection is held meanwhile, so no other write of
+// this process runs at the same time and the two connections never wait on each
+// other's lock (a writer of another process is waited for by busy_timeout, as always).
+//
+// Records that arrive while one is being written are written together, in one
+// transaction, by the first of them (a group commit): concurrent read calls share a
+// commit, its WAL frames (the table's and the indexes' leaf pages, written once for
+// all of them) and its locks, instead of queueing for the writer one commit each. A
+// record that arrives alone is one prepared autocommit statement, as before: no
+// transaction is opened for it and it waits for nobody. Each record gets its own
+// result: a key that exists is ErrNotFound for that record only. Anything else that
+// goes wrong in a shared transaction rolls it back and writes the batch's records one
+// by one, so every caller learns exactly what happened to its own.
+
+// recordQueue is the group commit of record-once inserts.
+type recordQueue struct {
+	mu      sync.Mutex
+	pending []*queuedRecord
+	writing bool // a leader is writing a batch: newcomers queue behind it
+	shared  atomic.Int64
+}
+
+// queuedRecord is one caller's insert and, once written, its result.
+type queuedRecord struct {
+	p    store.InsertParams
+	args []any
+	inv  *store.Invocation
+	err  error
+	lead bool          // woken to write the next batch rather than with a result
+	wake chan struct{} // receives once: the result is set, or lead is
+}
+
+// insertRelaxed writes a record-once row (see above). ErrNotFound, as from the
+// autocommit insert, means the key exists.
+func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []any) (*store.Invocation, error) {
+	q := &s.records
+	me := &queuedRecord{p: p, args: args, wake: make(chan struct{}, 1)}
+	q.mu.Lock()
+	q.pending = append(q.pending, me)
+	if q.writing {
+		q.mu.Unlock()
+		<-me.wake
+		if !me.lead {
+			return me.inv, me.err
+		}
+		q.mu.Lock()
+	}
+	q.writing = true
+	batch := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+
+	s.writeRecords(ctx, batch)
+
+	q.mu.Lock()
+	if len(q.pending) > 0 { // the next batch is written by its first caller
+		next := q.pending[0]
+		next.lead = true
+		next.wake <- struct{}{}
+	} else {
+		q.writing = false
+	}
+	q.mu.Unlock()
+	for _, r := range batch {
+		if r != me {
+			r.wake <- struct{}{}
+		}
+	}
+	return me.inv, me.err
+}
+
+// writeRecords writes batch and sets each record's result. A shared batch runs
+// detached from the leader's cancellation: the other callers' records must not end
+// with the leader's context.
+func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
+	if len(batch) > 1 {
+		ctx = context.WithoutCancel(ctx)
+	}
+	hold, err := s.write.Conn(ctx)
+	if err != nil {
+		for _, r := range batch {
+			r.err = err
+		}
+		return
+	}
+	defer hold.Close()
+	if len(batch) == 1 || !s.writeShared(ctx, batch) {
+		for _, r := range batch {
+			r.inv, r.err = scanInserted(r.p, toEnd(s.relaxedInsert.QueryContext(ctx, r.args...)))
+		}
+	}
+}
+
+// writeShared writes batch in one transaction on the relaxed connection and reports
+// whether it committed; if not, nothing of it was written.
+func (s *Store) writeShared(ctx context.Context, batch []*queuedRecord) bool {
+	tx, err := s.relaxed.BeginTx(ctx, nil)
+	if err != nil {
+		return false
+	}
+	insert := tx.StmtContext(ctx, s.relaxedInsert)
+	for _, r := range batch {
+		r.inv, r.err = scanInserted(r.p, toEnd(insert.QueryContext(ctx, r.args...)))
+		if r.err != nil && !errors.Is(r.err, store.ErrNotFound) {
+			tx.Rollback()
+			return false
+		}
+	}
+	if tx.Commit() != nil {
+		// leave no transaction open on the connection, whatever SQLite did
+		s.relaxed.ExecContext(ctx, "ROLLBACK")
+		return false
+	}
+	s.records.shared.Add(int64(len(batch)))
+	return true
+}
