@@ -24,7 +24,9 @@ import (
 // transaction is opened for it and it waits for nobody. Each record gets its own
 // result: a key that exists is ErrNotFound for that record only. Anything else that
 // goes wrong in a shared transaction rolls it back and writes the batch's records one
-// by one, so every caller learns exactly what happened to its own.
+// by one, so every caller learns exactly what happened to its own. A queued caller
+// waits for that result whatever its own context says: its record may already be in a
+// transaction being written (the wait is bounded as the writer's is, by busy_timeout).
 
 // recordQueue is the group commit of record-once inserts.
 type recordQueue struct {
