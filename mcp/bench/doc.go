@@ -76,8 +76,9 @@
 //	go test -run XXX -bench BenchmarkServeOverheadProcesses -benchtime 1x -v ./mcp/bench/
 //
 // BenchmarkGatewayStdio (issue 20) is the process benchmark with a stdio upstream
-// (`upstream --stdio`: the same lookup server over stdin/stdout) and two more sides, the
-// thin proxies from npm, pinned in .tooldeps/package.json and installed by `make
+// (`upstream --stdio`: the same lookup server over stdin/stdout) and three more sides:
+// the floor, a relay on the go-sdk that does nothing but forward (./internal/relay), and
+// the thin proxies from npm, pinned in .tooldeps/package.json and installed by `make
 // node-deps`: mcp-proxy 6.7.19 and supergateway 4.0.0. Every side has an upstream process
 // of its own, all from the same binary:
 //
@@ -88,6 +89,13 @@
 //     --stdio; GOGC, when set, in its env, as toolrun passes a stdio server no other
 //     variable), classified as above; the client calls mcp__bench__lookup over
 //     Streamable HTTP;
+//   - go-sdk-relay: `relay --addr 127.0.0.1:0 -- UPSTREAM --stdio`, one go-sdk client
+//     session to the upstream over stdio and a go-sdk server (its defaults: in-memory
+//     sessions) over Streamable HTTP at /mcp whose lookup forwards each call as it came
+//     and returns the result as it came back: two SDK hops and no store, policy,
+//     validation or identity, what anyone would write first. Its ratios are the floor
+//     a gateway on the go-sdk stands on, and toolrun's CPU minus its CPU is what the
+//     pipeline and the host cost;
 //   - mcp-proxy: `node .../mcp-proxy/dist/bin/mcp-proxy.mjs --host 127.0.0.1 --port P
 //     --server stream -- UPSTREAM --stdio` (one upstream, spawned when it starts, for
 //     every session), Streamable HTTP at /mcp;
@@ -106,7 +114,8 @@
 // gateway's descendants by executable, /proc), and the clients' CPU and allocations;
 // the notes, per caller count, issue 20's ratios: toolgen p50 ÷ direct p50 (target ≤ 2
 // at one caller), toolrun CPU ÷ its upstream's (≤ 1.5), toolgen calls/s ÷ direct (≥ 60 %
-// at four callers), and toolgen p50 ÷ the faster proxy's p50 (≤ 0.5 at one caller). The
+// at four callers), and toolgen p50 ÷ the faster proxy's p50 (≤ 0.5 at one caller), and
+// the same ratios for the relay, with toolrun − relay CPU per call. The
 // log starts with the command lines it ran. Without node (>= 20) or the packages it skips,
 // naming what is missing:
 //
@@ -114,9 +123,9 @@
 //
 // `go test` without -bench runs only the smoke tests. TestServeSmokeProcesses is 20 calls
 // each way between processes and a tiny measurement; TestGatewayStdioSmoke 10 calls
-// through each of the four sides and a tiny measurement, and it ends skipped, naming the
+// through each of the five sides and a tiny measurement, and it ends skipped, naming the
 // proxy left out, when a proxy's node or package is missing (the other sides having
-// passed). They build toolrun and the upstream once (shared, TestMain removes the
+// passed). They build toolrun, the upstream and the relay once (shared, TestMain removes the
 // directory) and take a few seconds each, more when node starts slowly on a loaded
 // machine; -short skips both. TestServeSmoke is 20 calls each way (and 20 through
 // the pipeline alone), a replay check, and the measurement code on 100 ms cells — about

@@ -34,7 +34,8 @@ const (
 // BenchmarkGatewayStdio is issue 20's side by side (doc.go): one stdio upstream
 // (./internal/upstream --stdio) reached directly by the bench client (it spawns its own
 // upstream over mcp.CommandTransport), through `toolrun serve --http` (whose
-// servers/bench.yaml runs the upstream over stdio), through mcp-proxy and through
+// servers/bench.yaml runs the upstream over stdio), through the go-sdk relay
+// (./internal/relay: the floor, two SDK hops and nothing else), through mcp-proxy and through
 // supergateway --stateful (each fronting an upstream of its own over stdio and serving
 // Streamable HTTP), the sides interleaved in slices, every process's CPU per call. It
 // skips, naming what is missing, without node (>= 20) or the pinned npm packages
@@ -215,6 +216,9 @@ func gatewayRig(tb testing.TB, proxies []proxy) *rig {
 
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)
+	relayArgs := []string{"--addr", "127.0.0.1:0", "--", upBin, "--stdio"}
+	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "relay")}, relayArgs...)))
+	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "relay"), relayArgs, os.Environ(), relayReady)
 	gws := make([]*proc, len(proxies))
 	addrs := make([]string, len(proxies))
 	for i, p := range proxies {
@@ -225,6 +229,7 @@ func gatewayRig(tb testing.TB, proxies []proxy) *rig {
 		gws[i] = launch(tb, p.name, p.node, args, os.Environ(), "")
 	}
 	tr.waitReady(tb)
+	rl.waitReady(tb)
 	for i, g := range gws {
 		g.waitListening(tb, addrs[i])
 	}
@@ -245,7 +250,11 @@ func gatewayRig(tb testing.TB, proxies []proxy) *rig {
 	r.procs = append(r.procs, &proc{name: "upstream (direct)", pid: dpid})
 	r.direct.own = []int{-1, len(r.procs) - 1}
 
-	r.sides = []*side{r.direct, r.toolgen}
+	rs := mcpSide("go-sdk-relay", "lookup", connect(tb, ctx, "http://"+rl.addr+"/mcp", hc))
+	r.procs = append(r.procs, rl)
+	rs.own = []int{len(r.procs) - 1, r.addChild(rl, upBin)}
+
+	r.sides = []*side{r.direct, r.toolgen, rs}
 	for i, p := range proxies {
 		// Connect first: supergateway --stateful spawns its upstream on initialize.
 		s := mcpSide(p.name, "lookup", connect(tb, ctx, "http://"+gws[i].addr+"/mcp", hc))
@@ -406,10 +415,20 @@ func (m *measurement) ownCPU(i, j int) (float64, bool) {
 	return m.s[i].extPerCall(m.own[i][j]), true
 }
 
+// relay is gatewayRig's third side, the go-sdk relay (./internal/relay): the floor a
+// gateway on the go-sdk's two hops stands on. The proxies follow it.
+const (
+	relay      = 2
+	firstProxy = 3
+)
+
+// relayReady starts the line the relay prints once it serves.
+const relayReady = "listening "
+
 // fasterProxy is the index of the proxy side with the lower p50 (-1 without one).
 func (m *measurement) fasterProxy() int {
 	best := -1
-	for i := toolgen + 1; i < len(m.s); i++ {
+	for i := firstProxy; i < len(m.s); i++ {
 		if m.s[i].calls() > 0 && (best < 0 || m.s[i].pct(0.5) < m.s[best].pct(0.5)) {
 			best = i
 		}
@@ -461,12 +480,17 @@ func (m *measurement) gatewayNotes() []string {
 		} else {
 			line += fmt.Sprintf(" (target ≤ %.1f at one caller)", targetProxyRatio)
 		}
-		for i := toolgen + 1; i < len(m.s); i++ {
+		for i := firstProxy; i < len(m.s); i++ {
 			if m.s[i].calls() > 0 {
 				line += fmt.Sprintf("; toolgen calls/s ÷ %s's %.0f %%", m.names[i], 100*ratio(t.rate(), m.s[i].rate()))
 			}
 		}
 		out = append(out, line+".")
+	}
+	if rlCPU, ok := m.ownCPU(relay, 0); ok && m.s[relay].calls() > 0 {
+		rlUp, _ := m.ownCPU(relay, 1)
+		out = append(out, fmt.Sprintf("  The floor, the go-sdk relay (two SDK hops, nothing else): its p50 ÷ direct **%.2f**, its CPU ÷ its upstream's **%.2f** (%.0f ÷ %.0f µs); toolrun − relay CPU per call **%.0f µs** (what the pipeline and the host add); toolgen calls/s ÷ the relay's %.0f %%.",
+			ratio(float64(m.s[relay].pct(0.5)), float64(d.pct(0.5))), ratio(rlCPU, rlUp), rlCPU, rlUp, trCPU-rlCPU, 100*ratio(t.rate(), m.s[relay].rate())))
 	}
 	out = append(out, "  CPU per call is each process's user+system time (/proc/PID/stat, 10 ms ticks) over a side's slices divided by its calls; each side is charged its own gateway and its own upstream (direct: the upstream the client spawned); allocs and KiB are the clients' (this process's).")
 	return out
@@ -483,5 +507,11 @@ func (m *measurement) reportGateway(b *testing.B) {
 	upCPU, ok2 := m.ownCPU(toolgen, 1)
 	if ok1 && ok2 {
 		b.ReportMetric(ratio(trCPU, upCPU), "toolrun/upstream-CPU-x")
+	}
+	rlCPU, ok1 := m.ownCPU(relay, 0)
+	rlUp, ok2 := m.ownCPU(relay, 1)
+	if ok1 && ok2 && m.s[relay].calls() > 0 {
+		b.ReportMetric(ratio(rlCPU, rlUp), "relay/upstream-CPU-x")
+		b.ReportMetric(ratio(float64(m.s[relay].pct(0.5)), float64(d.pct(0.5))), "relay/direct-p50-x")
 	}
 }

@@ -138,7 +138,7 @@ func writeSpecRoot(tb testing.TB, transport string) string {
 	return root
 }
 
-// buildBinaries builds toolrun and the upstream into a temporary directory, from the
+// buildBinaries builds toolrun, the upstream and the relay into a temporary directory, from the
 // module root, once per test binary (TestMain removes the directory): the process
 // smoke tests share the build.
 func buildBinaries(tb testing.TB) string {
@@ -154,7 +154,7 @@ func buildBinaries(tb testing.TB) string {
 			built.err = err
 			return
 		}
-		cmd := exec.Command(gobin, "build", "-o", built.dir+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream")
+		cmd := exec.Command(gobin, "build", "-o", built.dir+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream", "./mcp/bench/internal/relay")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
