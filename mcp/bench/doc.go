@@ -121,9 +121,17 @@
 //
 //	go test -run XXX -bench BenchmarkGatewayStdio -benchtime 1x -v ./mcp/bench/
 //
+// BenchmarkGatewayHTTP is the same with an HTTP upstream (`upstream`, Streamable HTTP)
+// and three sides, direct, toolgen and the relay (`relay --upstream-url URL`), one
+// upstream process serving all three (the proxies front stdio servers only): the floor
+// for the HTTP case, with the same table and notes.
+//
+//	go test -run XXX -bench BenchmarkGatewayHTTP -benchtime 1x -v ./mcp/bench/
+//
 // `go test` without -bench runs only the smoke tests. TestServeSmokeProcesses is 20 calls
 // each way between processes and a tiny measurement; TestGatewayStdioSmoke 10 calls
-// through each of the five sides and a tiny measurement, and it ends skipped, naming the
+// through each of the five sides and a tiny measurement (TestGatewayHTTPSmoke the same
+// for the HTTP rig's three), and it ends skipped, naming the
 // proxy left out, when a proxy's node or package is missing (the other sides having
 // passed). They build toolrun, the upstream and the relay once (shared, TestMain removes the
 // directory) and take a few seconds each, more when node starts slowly on a loaded

@@ -47,13 +47,24 @@ func BenchmarkGatewayStdio(b *testing.B) {
 	if len(missing) > 0 {
 		b.Skipf("skipping: the proxies to compare with cannot run: %s", strings.Join(missing, "; "))
 	}
-	r := gatewayRig(b, proxies)
+	r := gatewayRig(b, proxies, false)
 	runBenchmark(b, r, cell, slice, processesMode("separate processes, stdio upstream", r))
 }
 
+// BenchmarkGatewayHTTP is BenchmarkGatewayStdio with an HTTP upstream and no proxies
+// (they front stdio servers only): direct, toolgen and the go-sdk relay, one upstream
+// process serving all three. The relay's ratios are the floor for the HTTP case of
+// issue 20's targets. Run it with -benchtime 1x and -v.
+func BenchmarkGatewayHTTP(b *testing.B) {
+	cell := durationEnv(b, "TOOLGEN_BENCH_CELL", defaultCell)
+	slice := durationEnv(b, "TOOLGEN_BENCH_SLICE", defaultSlice)
+	r := gatewayRig(b, nil, true)
+	runBenchmark(b, r, cell, slice, processesMode("separate processes, HTTP upstream", r))
+}
+
 // TestGatewayStdioSmoke proves BenchmarkGatewayStdio's rig: 10 calls through every side
-// and a tiny measurement. It builds toolrun and the upstream and starts two node
-// processes (a few seconds), so -short skips it. A proxy whose node or package is
+// and a tiny measurement. It builds toolrun, the upstream and the relay and starts two
+// node processes (a few seconds), so -short skips it. A proxy whose node or package is
 // missing is left out, and the test then ends skipped, naming it (after the other
 // sides passed).
 func TestGatewayStdioSmoke(t *testing.T) {
@@ -61,15 +72,29 @@ func TestGatewayStdioSmoke(t *testing.T) {
 		t.Skip("builds toolrun and the upstream and starts the proxies: not in -short")
 	}
 	proxies, missing := findProxies(t)
-	r := gatewayRig(t, proxies)
+	smokeGateway(t, gatewayRig(t, proxies, false))
+	if len(missing) > 0 {
+		t.Skipf("the other sides passed, but proxy side(s) left out: %s", strings.Join(missing, "; "))
+	}
+}
+
+// TestGatewayHTTPSmoke is TestGatewayStdioSmoke for BenchmarkGatewayHTTP's rig.
+func TestGatewayHTTPSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds toolrun, the upstream and the relay: not in -short")
+	}
+	smokeGateway(t, gatewayRig(t, nil, true))
+}
+
+// smokeGateway makes 10 calls through each of r's sides and a tiny measurement, and
+// fails unless every side was measured with a process serving it in each role.
+func smokeGateway(t *testing.T, r *rig) {
+	t.Helper()
 	for _, c := range r.cmds {
 		t.Log(c)
 	}
 	ctx := context.Background()
 	for _, s := range r.sides {
-		if s == nil {
-			continue
-		}
 		for range 10 {
 			if err := s.call(ctx); err != nil {
 				t.Fatal(err)
@@ -81,9 +106,6 @@ func TestGatewayStdioSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range r.sides {
-		if s == nil {
-			continue
-		}
 		sm := &m.s[i]
 		if sm.calls() == 0 || sm.pct(0.5) <= 0 || len(sm.ext) != len(r.procs) {
 			t.Fatalf("%s: %d calls, p50 %s, %d processes' CPU", s.name, sm.calls(), sm.pct(0.5), len(sm.ext))
@@ -96,9 +118,6 @@ func TestGatewayStdioSmoke(t *testing.T) {
 	}
 	for _, l := range append(append([]string{m.header()}, m.table()...), m.notes()...) {
 		t.Log(l)
-	}
-	if len(missing) > 0 {
-		t.Skipf("the other sides passed, but proxy side(s) left out: %s", strings.Join(missing, "; "))
 	}
 }
 
@@ -197,26 +216,38 @@ func packageVersion(dir string) (string, error) {
 // sharing procsRig's HTTP client). Its processes are toolrun, each proxy, the upstream
 // under each of them (found among their descendants by executable) and the direct
 // side's upstream. rig.cmds are the command lines it ran.
-func gatewayRig(tb testing.TB, proxies []proxy) *rig {
+//
+// With an HTTP upstream (httpUpstream; BenchmarkGatewayHTTP) there is one upstream
+// process, started first and serving every side: toolrun's servers/bench.yaml and the
+// relay reach it over Streamable HTTP, the direct client calls it, and there are no
+// proxies (they front stdio servers only).
+func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
 	bin := buildBinaries(tb)
 	upBin := filepath.Join(bin, "upstream")
 
-	stdio := "  stdio:\n    command: " + strconv.Quote(upBin) + "\n    args: [\"--stdio\"]\n"
+	var up *proc
+	transport := "  stdio:\n    command: " + strconv.Quote(upBin) + "\n    args: [\"--stdio\"]\n"
 	if g := os.Getenv("GOGC"); g != "" {
 		// toolrun passes a stdio server only PATH, HOME, ... and the file's env: GOGC
 		// reaches this upstream as it reaches the others.
-		stdio += "    env:\n      GOGC: " + strconv.Quote(g) + "\n"
+		transport += "    env:\n      GOGC: " + strconv.Quote(g) + "\n"
 	}
-	root := writeSpecRoot(tb, stdio)
+	relayArgs := []string{"--addr", "127.0.0.1:0", "--", upBin, "--stdio"}
+	if httpUpstream {
+		up = startProc(tb, "upstream", upBin, nil, os.Environ(), "listening ")
+		transport = "  http:\n    url: http://" + up.addr + "/mcp\n"
+		relayArgs = []string{"--addr", "127.0.0.1:0", "--upstream-url", "http://" + up.addr + "/mcp"}
+		proxies = nil
+	}
+	root := writeSpecRoot(tb, transport)
 	toolrunArgs := []string{"serve", "--http", "127.0.0.1:0", "--dir", root}
 	cmds := []string{"toolrun: " + shellJoin(append([]string{filepath.Join(bin, "toolrun")}, toolrunArgs...))}
 
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)
-	relayArgs := []string{"--addr", "127.0.0.1:0", "--", upBin, "--stdio"}
 	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "relay")}, relayArgs...)))
 	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "relay"), relayArgs, os.Environ(), relayReady)
 	gws := make([]*proc, len(proxies))
@@ -239,20 +270,32 @@ func gatewayRig(tb testing.TB, proxies []proxy) *rig {
 	tool := names.Wire("mcp." + serverID + ".lookup")
 	r := &rig{steps: &stepTimer{}, upConns: new(atomic.Int64), tgConns: new(atomic.Int64), gateway: true}
 
-	// toolgen: toolrun and the upstream it spawned when it connected the server.
+	// toolgen: toolrun and the upstream it spawned when it connected the server (or
+	// the one HTTP upstream).
 	r.toolgen = mcpSide("toolgen", tool, connect(tb, ctx, "http://"+tr.addr+"/mcp", hc))
 	r.procs = append(r.procs, tr)
-	r.toolgen.own = []int{0, r.addChild(tr, upBin)}
+	upstreamOf := func(parent *proc) int { return r.addChild(parent, upBin) }
+	if httpUpstream {
+		r.procs = append(r.procs, up)
+		shared := len(r.procs) - 1
+		upstreamOf = func(*proc) int { return shared }
+	}
+	r.toolgen.own = []int{0, upstreamOf(tr)}
 
-	// direct: the bench client spawning its own upstream.
-	dcs, dpid := connectStdio(tb, ctx, upBin)
-	r.direct = mcpSide("direct", "lookup", dcs)
-	r.procs = append(r.procs, &proc{name: "upstream (direct)", pid: dpid})
-	r.direct.own = []int{-1, len(r.procs) - 1}
+	// direct: the bench client spawning its own upstream (or calling the HTTP one).
+	if httpUpstream {
+		r.direct = mcpSide("direct", "lookup", connect(tb, ctx, "http://"+up.addr+"/mcp", hc))
+		r.direct.own = []int{-1, upstreamOf(nil)}
+	} else {
+		dcs, dpid := connectStdio(tb, ctx, upBin)
+		r.direct = mcpSide("direct", "lookup", dcs)
+		r.procs = append(r.procs, &proc{name: "upstream (direct)", pid: dpid})
+		r.direct.own = []int{-1, len(r.procs) - 1}
+	}
 
 	rs := mcpSide("go-sdk-relay", "lookup", connect(tb, ctx, "http://"+rl.addr+"/mcp", hc))
 	r.procs = append(r.procs, rl)
-	rs.own = []int{len(r.procs) - 1, r.addChild(rl, upBin)}
+	rs.own = []int{len(r.procs) - 1, upstreamOf(rl)}
 
 	r.sides = []*side{r.direct, r.toolgen, rs}
 	for i, p := range proxies {
