@@ -59,7 +59,7 @@ type rig struct {
 	// their CPU. Nil in one process.
 	procs []*proc
 	// sides, when not nil, are the sides measure runs, direct and toolgen first
-	// (gatewayRig's: direct, toolgen and the proxies; nil for a proxy it lacks).
+	// (gatewayRig's: direct, toolgen, the go-sdk relay and the proxies it found).
 	sides []*side
 	// gateway marks gatewayRig's rig: its measurements print their own table and notes.
 	gateway bool
