@@ -54,6 +54,7 @@ var architecture = []layer{
 	{pkg: "mcp/device", may: []string{"internal/names", "mcp/upstream", "model", "runtime", "runtime/store"}},
 	{pkg: "mcp/bench"},
 	{pkg: "mcp/bench/internal/lookup"},
+	{pkg: "mcp/bench/internal/sdkrelay", why: "the go-sdk relay, the floor of issue 20: the SDK only, like a third party's gateway"},
 	{pkg: "mcp/bench/internal/upstream", may: []string{"mcp/bench/internal/lookup"}},
 	{pkg: "protocol", may: []string{"model", "runtime", "runtime/store"}},
 	{pkg: "runtime", may: []string{"internal/canonjson", "internal/cellang", "internal/lru", "internal/names", "internal/wspath", "runtime/internal/fastschema", "runtime/store",

@@ -77,7 +77,7 @@
 //
 // BenchmarkGatewayStdio (issue 20) is the process benchmark with a stdio upstream
 // (`upstream --stdio`: the same lookup server over stdin/stdout) and three more sides:
-// the floor, a relay on the go-sdk that does nothing but forward (./internal/relay), and
+// the floor, a relay on the go-sdk that does nothing but forward (./internal/sdkrelay), and
 // the thin proxies from npm, pinned in .tooldeps/package.json and installed by `make
 // node-deps`: mcp-proxy 6.7.19 and supergateway 4.0.0. Every side has an upstream process
 // of its own, all from the same binary:
@@ -89,7 +89,7 @@
 //     --stdio; GOGC, when set, in its env, as toolrun passes a stdio server no other
 //     variable), classified as above; the client calls mcp__bench__lookup over
 //     Streamable HTTP;
-//   - go-sdk-relay: `relay --addr 127.0.0.1:0 -- UPSTREAM --stdio`, one go-sdk client
+//   - go-sdk-relay: `sdkrelay --addr 127.0.0.1:0 -- UPSTREAM --stdio`, one go-sdk client
 //     session to the upstream over stdio and a go-sdk server (its defaults: in-memory
 //     sessions) over Streamable HTTP at /mcp whose lookup forwards each call as it came
 //     and returns the result as it came back: two SDK hops and no store, policy,
@@ -122,7 +122,7 @@
 //	go test -run XXX -bench BenchmarkGatewayStdio -benchtime 1x -v ./mcp/bench/
 //
 // BenchmarkGatewayHTTP is the same with an HTTP upstream (`upstream`, Streamable HTTP)
-// and three sides, direct, toolgen and the relay (`relay --upstream-url URL`), one
+// and three sides, direct, toolgen and the relay (`sdkrelay --upstream-url URL`), one
 // upstream process serving all three (the proxies front stdio servers only): the floor
 // for the HTTP case, with the same table and notes.
 //

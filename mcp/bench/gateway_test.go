@@ -35,7 +35,7 @@ const (
 // (./internal/upstream --stdio) reached directly by the bench client (it spawns its own
 // upstream over mcp.CommandTransport), through `toolrun serve --http` (whose
 // servers/bench.yaml runs the upstream over stdio), through the go-sdk relay
-// (./internal/relay: the floor, two SDK hops and nothing else), through mcp-proxy and through
+// (./internal/sdkrelay: the floor, two SDK hops and nothing else), through mcp-proxy and through
 // supergateway --stateful (each fronting an upstream of its own over stdio and serving
 // Streamable HTTP), the sides interleaved in slices, every process's CPU per call. It
 // skips, naming what is missing, without node (>= 20) or the pinned npm packages
@@ -248,8 +248,8 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)
-	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "relay")}, relayArgs...)))
-	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "relay"), relayArgs, os.Environ(), relayReady)
+	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "sdkrelay")}, relayArgs...)))
+	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "sdkrelay"), relayArgs, os.Environ(), relayReady)
 	gws := make([]*proc, len(proxies))
 	addrs := make([]string, len(proxies))
 	for i, p := range proxies {
@@ -458,7 +458,7 @@ func (m *measurement) ownCPU(i, j int) (float64, bool) {
 	return m.s[i].extPerCall(m.own[i][j]), true
 }
 
-// relay is gatewayRig's third side, the go-sdk relay (./internal/relay): the floor a
+// relay is gatewayRig's third side, the go-sdk relay (./internal/sdkrelay): the floor a
 // gateway on the go-sdk's two hops stands on. The proxies follow it.
 const (
 	relay      = 2

@@ -154,7 +154,7 @@ func buildBinaries(tb testing.TB) string {
 			built.err = err
 			return
 		}
-		cmd := exec.Command(gobin, "build", "-o", built.dir+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream", "./mcp/bench/internal/relay")
+		cmd := exec.Command(gobin, "build", "-o", built.dir+string(filepath.Separator), "./cmd/toolrun", "./mcp/bench/internal/upstream", "./mcp/bench/internal/sdkrelay")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)

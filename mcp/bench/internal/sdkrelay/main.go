@@ -1,4 +1,4 @@
-// Command relay is the benchmark's floor for a Go gateway (issue 20, ../../doc.go): the
+// Command sdkrelay is the benchmark's floor for a Go gateway (issue 20, ../../doc.go): the
 // least a gateway built on the go-sdk does, and nothing toolgen adds. It connects one
 // go-sdk client session to the upstream (over Streamable HTTP with --upstream-url, or
 // over stdio by running the command after --), lists its tools, and serves them over
@@ -34,7 +34,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *addr, *upstreamURL, flag.Args()); err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
+		fmt.Fprintln(os.Stderr, "sdkrelay:", err)
 		os.Exit(1)
 	}
 }
