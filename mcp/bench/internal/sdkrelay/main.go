@@ -7,8 +7,9 @@
 // no validation, no identity. toolrun's CPU per call minus the relay's is what the
 // pipeline and the host cost; the relay's CPU per call over the upstream's is the ratio
 // no gateway on the go-sdk's two hops gets below. Once it listens it prints
-// "listening ADDR" on stdout; it stops on SIGINT or SIGTERM. Like package lookup it
-// must never import toolgen's packages: it stands for what anyone would write.
+// "listening ADDR" on stdout (package serve, as the upstream does); it stops on SIGINT
+// or SIGTERM. Like package lookup it must never import toolgen's packages, only the
+// go-sdk and the benchmark's serve: it stands for what anyone would write.
 package main
 
 import (
@@ -16,15 +17,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/mcp/bench/internal/serve"
 )
 
 func main() {
@@ -68,23 +68,5 @@ func run(ctx context.Context, addr, upstreamURL string, command []string) error 
 			return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
 		})
 	}
-
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		hs.Shutdown(sctx)
-	}()
-	fmt.Printf("listening %s\n", ln.Addr())
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.MCP(ctx, addr, srv)
 }
