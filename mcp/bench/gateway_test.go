@@ -237,7 +237,7 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	}
 	relayArgs := []string{"--addr", "127.0.0.1:0", "--", upBin, "--stdio"}
 	if httpUpstream {
-		up = startProc(tb, "upstream", upBin, nil, os.Environ(), "listening ")
+		up = startProc(tb, "upstream", upBin, nil, os.Environ(), serveReady)
 		transport = "  http:\n    url: http://" + up.addr + "/mcp\n"
 		relayArgs = []string{"--addr", "127.0.0.1:0", "--upstream-url", "http://" + up.addr + "/mcp"}
 		proxies = nil
@@ -249,7 +249,7 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)
 	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "sdkrelay")}, relayArgs...)))
-	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "sdkrelay"), relayArgs, os.Environ(), relayReady)
+	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "sdkrelay"), relayArgs, os.Environ(), serveReady)
 	gws := make([]*proc, len(proxies))
 	addrs := make([]string, len(proxies))
 	for i, p := range proxies {
@@ -270,8 +270,9 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	tool := names.Wire("mcp." + serverID + ".lookup")
 	r := &rig{steps: &stepTimer{}, upConns: new(atomic.Int64), tgConns: new(atomic.Int64), gateway: true}
 
-	// toolgen: toolrun and the upstream it spawned when it connected the server (or
-	// the one HTTP upstream).
+	// toolgen: toolrun and the upstream it spawned when it connected the server; direct:
+	// the bench client spawning its own upstream. With an HTTP upstream both (and the
+	// relay) are charged the one upstream process, and direct calls it.
 	r.toolgen = mcpSide("toolgen", tool, connect(tb, ctx, "http://"+tr.addr+"/mcp", hc))
 	r.procs = append(r.procs, tr)
 	upstreamOf := func(parent *proc) int { return r.addChild(parent, upBin) }
@@ -279,19 +280,15 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 		r.procs = append(r.procs, up)
 		shared := len(r.procs) - 1
 		upstreamOf = func(*proc) int { return shared }
-	}
-	r.toolgen.own = []int{0, upstreamOf(tr)}
-
-	// direct: the bench client spawning its own upstream (or calling the HTTP one).
-	if httpUpstream {
 		r.direct = mcpSide("direct", "lookup", connect(tb, ctx, "http://"+up.addr+"/mcp", hc))
-		r.direct.own = []int{-1, upstreamOf(nil)}
+		r.direct.own = []int{-1, shared}
 	} else {
 		dcs, dpid := connectStdio(tb, ctx, upBin)
 		r.direct = mcpSide("direct", "lookup", dcs)
 		r.procs = append(r.procs, &proc{name: "upstream (direct)", pid: dpid})
 		r.direct.own = []int{-1, len(r.procs) - 1}
 	}
+	r.toolgen.own = []int{0, upstreamOf(tr)}
 
 	rs := mcpSide("go-sdk-relay", "lookup", connect(tb, ctx, "http://"+rl.addr+"/mcp", hc))
 	r.procs = append(r.procs, rl)
@@ -465,8 +462,15 @@ const (
 	firstProxy = 3
 )
 
-// relayReady starts the line the relay prints once it serves.
-const relayReady = "listening "
+// relayCPU is the relay's CPU per call and its upstream's (ok only if it was measured).
+func (m *measurement) relayCPU() (relayCPU, upstreamCPU float64, ok bool) {
+	if len(m.s) <= relay || m.s[relay].calls() == 0 {
+		return 0, 0, false
+	}
+	relayCPU, ok1 := m.ownCPU(relay, 0)
+	upstreamCPU, ok2 := m.ownCPU(relay, 1)
+	return relayCPU, upstreamCPU, ok1 && ok2
+}
 
 // fasterProxy is the index of the proxy side with the lower p50 (-1 without one).
 func (m *measurement) fasterProxy() int {
@@ -530,8 +534,7 @@ func (m *measurement) gatewayNotes() []string {
 		}
 		out = append(out, line+".")
 	}
-	if rlCPU, ok := m.ownCPU(relay, 0); ok && m.s[relay].calls() > 0 {
-		rlUp, _ := m.ownCPU(relay, 1)
+	if rlCPU, rlUp, ok := m.relayCPU(); ok {
 		out = append(out, fmt.Sprintf("  The floor, the go-sdk relay (two SDK hops, nothing else): its p50 ÷ direct **%.2f**, its CPU ÷ its upstream's **%.2f** (%.0f ÷ %.0f µs); toolrun − relay CPU per call **%.0f µs** (what the pipeline and the host add); toolgen calls/s ÷ the relay's %.0f %%.",
 			ratio(float64(m.s[relay].pct(0.5)), float64(d.pct(0.5))), ratio(rlCPU, rlUp), rlCPU, rlUp, trCPU-rlCPU, 100*ratio(t.rate(), m.s[relay].rate())))
 	}
@@ -551,9 +554,7 @@ func (m *measurement) reportGateway(b *testing.B) {
 	if ok1 && ok2 {
 		b.ReportMetric(ratio(trCPU, upCPU), "toolrun/upstream-CPU-x")
 	}
-	rlCPU, ok1 := m.ownCPU(relay, 0)
-	rlUp, ok2 := m.ownCPU(relay, 1)
-	if ok1 && ok2 && m.s[relay].calls() > 0 {
+	if rlCPU, rlUp, ok := m.relayCPU(); ok {
 		b.ReportMetric(ratio(rlCPU, rlUp), "relay/upstream-CPU-x")
 		b.ReportMetric(ratio(float64(m.s[relay].pct(0.5)), float64(d.pct(0.5))), "relay/direct-p50-x")
 	}

@@ -82,7 +82,7 @@ func procsRig(tb testing.TB) *rig {
 	tb.Cleanup(cancel)
 	bin := buildBinaries(tb)
 
-	up := startProc(tb, "upstream", filepath.Join(bin, "upstream"), nil, os.Environ(), "listening ")
+	up := startProc(tb, "upstream", filepath.Join(bin, "upstream"), nil, os.Environ(), serveReady)
 	upstreamURL := "http://" + up.addr + "/mcp"
 
 	root := writeSpecRoot(tb, "  http:\n    url: "+upstreamURL+"\n")
@@ -98,6 +98,10 @@ func procsRig(tb testing.TB) *rig {
 		procs: []*proc{tr, up},
 	}
 }
+
+// serveReady starts the line the upstream and the relay print once they serve
+// (package internal/serve).
+const serveReady = "listening "
 
 // toolrunReady starts the line `toolrun serve --http` prints once it serves.
 const toolrunReady = "toolrun: serving MCP on http://"
