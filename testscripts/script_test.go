@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -98,7 +97,6 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":   cmdExitCode,
-			"waitport":   cmdWaitPort,
 			"waitfile":   cmdWaitFile,
 			"retryuntil": cmdRetryUntil,
 			"issuer":     cmdIssuer,
@@ -110,6 +108,7 @@ func TestScripts(t *testing.T) {
 			"mcp":      hosttest.Commands()["mcp"],
 			"pgschema": hosttest.Commands()["pgschema"],
 			"freeport": hosttest.Commands()["freeport"],
+			"waitport": hosttest.Commands()["waitport"],
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -147,13 +146,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TOOLRUN_WORKSPACE", ws)
 			env.Setenv("INSPECTOR", inspector)
 			env.Setenv("EVERYTHING", everything)
-			// A free port for scripts that start a server (toolrun serve --http).
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			// A free port for scripts that start a server (toolrun serve --http), one
+			// they may restart on (see hosttest.FreePort).
+			port, err := hosttest.FreePort()
 			if err != nil {
 				return err
 			}
-			env.Setenv("PORT", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-			ln.Close()
+			env.Setenv("PORT", strconv.Itoa(port))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -169,26 +168,6 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 	})
-}
-
-// cmdWaitPort is "waitport PORT": it waits (at most 60 s) until something accepts TCP
-// connections on 127.0.0.1:PORT, the server a script started in the background.
-func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitport PORT")
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitport: nothing listens on port %s: %v", args[0], err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // cmdExitCode is "exitcode N program [args...]": it runs program like exec (stdout and

@@ -30,8 +30,10 @@
 //	    flags before URL: --session S (io.toolgen/session_id), --run R (io.toolgen/run_id),
 //	    --token-file F (bearer token)
 //	waitmcp URL                                  wait (at most 60 s) until an MCP server answers at URL
+//	waitport PORT                                wait (at most 60 s) until something listens on 127.0.0.1:PORT
+//	                                             (both fail at once when a background command has exited)
 //	retryuntil REGEXP PROG ARGS...               run PROG (as exec) until its stdout matches, at most 60 s
-//	freeport NAME                                set $NAME to a free TCP port on 127.0.0.1
+//	freeport NAME                                set $NAME to a free TCP port on 127.0.0.1 (see FreePort)
 //	pgschema NAME                                create a fresh schema in $TOOLGEN_PG_DSN's database (dropped
 //	                                             when the script ends) and set $NAME to a DSN using it
 //
@@ -52,7 +54,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -88,6 +89,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"mcp":        cmdMCP,
 		"waitmcp":    cmdWaitMCP,
+		"waitport":   cmdWaitPort,
 		"retryuntil": cmdRetryUntil,
 		"freeport":   cmdFreePort,
 		"pgschema":   cmdPGSchema,
@@ -125,7 +127,7 @@ func Setup(root string) func(env *testscript.Env) error {
 				return fmt.Errorf("hosttest: copy the spec root: %w", err)
 			}
 		}
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -336,20 +338,16 @@ func cmdWaitMCP(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitmcp URL")
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	client := &http.Client{Timeout: time.Second}
+	waitFor(ts, "waitmcp "+args[0], func() error {
 		// An MCP server answers a GET without a session with an HTTP status, whatever it
 		// is: that it answers is what is waited for.
-		resp, err := (&http.Client{Timeout: time.Second}).Get(args[0])
+		resp, err := client.Get(args[0])
 		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitmcp: nothing answers at %s: %v", args[0], err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func cmdRetryUntil(ts *testscript.TestScript, neg bool, args []string) {
@@ -375,18 +373,9 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: freeport NAME")
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	ts.Check(err)
 	ts.Setenv(args[0], strconv.Itoa(port))
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func cmdPGSchema(ts *testscript.TestScript, neg bool, args []string) {

@@ -1,0 +1,95 @@
+package hosttest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestFreePort_OutsideTheEphemeralRangeAndNeverTwice(t *testing.T) {
+	low := ephemeralLow()
+	seen := map[int]bool{}
+	for range 50 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[port] {
+			t.Fatalf("FreePort handed out %d twice", port)
+		}
+		seen[port] = true
+		if low > 11000 && port >= low {
+			t.Fatalf("FreePort = %d, in the ephemeral range from %d", port, low)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("FreePort = %d, which cannot be listened on: %v", port, err)
+		}
+		ln.Close()
+	}
+}
+
+// A server that could not start fails waitport and waitmcp at once, naming it, rather
+// than after their minute.
+func TestWait_FailsWhenTheBackgroundCommandExited(t *testing.T) {
+	for _, wait := range []string{"waitport $PORT", "waitmcp http://127.0.0.1:$PORT/mcp"} {
+		t.Run(strings.Fields(wait)[0], func(t *testing.T) {
+			dir := t.TempDir()
+			script := "! exec sh -c 'echo cannot listen >&2; exit 3' &server&\n" + wait + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "exited.txtar"), []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rt := &recordingT{}
+			testscript.RunT(rt, testscript.Params{Dir: dir, Cmds: Commands(), Setup: Setup(t.TempDir())})
+			if !rt.failed {
+				t.Fatalf("the script passed:\n%s", rt.log.String())
+			}
+			if got := rt.log.String(); !strings.Contains(got, `the background command "sh -c`) || !strings.Contains(got, "exited") {
+				t.Fatalf("the failure does not name the exited command:\n%s", got)
+			}
+		})
+	}
+}
+
+// recordingT runs a script outside the testing package's control, so that a test can
+// look at how it failed. Fatal and FailNow end the script's goroutine, as testing's do.
+type recordingT struct {
+	mu     sync.Mutex
+	log    strings.Builder
+	failed bool
+}
+
+func (r *recordingT) Log(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintln(&r.log, args...)
+}
+
+func (r *recordingT) Fatal(args ...any) { r.Log(args...); r.FailNow() }
+func (r *recordingT) Skip(args ...any)  { r.Log(args...); runtime.Goexit() }
+func (r *recordingT) Parallel()         {}
+func (r *recordingT) Verbose() bool     { return false }
+
+func (r *recordingT) FailNow() {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (r *recordingT) Run(_ string, f func(testscript.T)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+}
