@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgen/toolgen/internal/growstack"
 	"github.com/toolgen/toolgen/internal/names"
 	"github.com/toolgen/toolgen/runtime/store"
 )
@@ -277,6 +278,9 @@ func (c *call) toolLabel() string {
 // only when the store is unusable and no outcome can be recorded; every decision about
 // the call itself is an Outcome.
 func (p *Pipeline) Execute(ctx context.Context, in Call) (o Outcome, err error) {
+	// The store's statements run deep, and a call's goroutine is often new: its stack
+	// grows once, here, rather than copy by copy inside them (package growstack).
+	growstack.Grow()
 	if p.cfg.Tracer != nil {
 		var span trace.Span
 		// The tool is named once step 1 has said whether the registry knows it (the

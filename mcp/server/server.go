@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/growstack"
 	"github.com/toolgen/toolgen/internal/lru"
 	"github.com/toolgen/toolgen/internal/textsafe"
 	"github.com/toolgen/toolgen/runtime"
@@ -469,6 +470,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
+		// These reach the pipeline and the store on the SDK's new goroutine for the
+		// request: its stack grows once here, not frame by frame deep in a statement.
+		growstack.Grow()
 		defer func() {
 			// No client message may crash the server: a panic below is a bug, logged
 			// with its stack and answered as an internal error.
