@@ -1,6 +1,5 @@
 //go:build amd64 || arm64
 
-#include "textflag.h"
 #include "funcdata.h"
 
 // func Grow()
