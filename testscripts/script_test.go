@@ -97,7 +97,6 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":   cmdExitCode,
-			"waitfile":   cmdWaitFile,
 			"retryuntil": cmdRetryUntil,
 			"issuer":     cmdIssuer,
 			"httpget":    cmdHTTPGet,
@@ -109,6 +108,7 @@ func TestScripts(t *testing.T) {
 			"pgschema": hosttest.Commands()["pgschema"],
 			"freeport": hosttest.Commands()["freeport"],
 			"waitport": hosttest.Commands()["waitport"],
+			"waitfile": hosttest.Commands()["waitfile"],
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -198,8 +198,6 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdWaitFile is "waitfile FILE": it waits (at most 60 s) until FILE exists, which a
-// background process creates when it reached a point (a device tool's call in flight).
 // cmdModCached is "modcached MODULE": the version of MODULE this module requires is in
 // the module cache, for a script that builds another module offline (GOPROXY=off) —
 // the released version, where this module replaces it (the go-sdk: an importing module
@@ -218,21 +216,6 @@ func cmdModCached(ts *testscript.TestScript, neg bool, args []string) {
 	zip := filepath.Join(ts.Getenv("GOMODCACHE"), "cache", "download", args[0], "@v", version+".zip")
 	if _, err := os.Stat(zip); err != nil {
 		ts.Fatalf("modcached: %s@%s is not in the module cache, and this script builds offline: run make go-deps", args[0], version)
-	}
-}
-
-func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitfile FILE")
-	}
-	path := ts.MkAbs(args[0])
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitfile: %s did not appear within 60s", args[0])
-		}
 	}
 }
 

@@ -31,7 +31,9 @@
 //	    --token-file F (bearer token)
 //	waitmcp URL                                  wait (at most 60 s) until an MCP server answers at URL
 //	waitport PORT                                wait (at most 60 s) until something listens on 127.0.0.1:PORT
-//	                                             (both fail at once when a background command has exited)
+//	waitfile FILE                                wait (at most 60 s) until FILE exists (a background process
+//	                                             reached a point); the three waits fail at once when a
+//	                                             background command started since the previous wait has exited
 //	retryuntil REGEXP PROG ARGS...               run PROG (as exec) until its stdout matches, at most 60 s
 //	freeport NAME                                set $NAME to a free TCP port on 127.0.0.1 (see FreePort)
 //	pgschema NAME                                create a fresh schema in $TOOLGEN_PG_DSN's database (dropped
@@ -90,6 +92,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"mcp":        cmdMCP,
 		"waitmcp":    cmdWaitMCP,
 		"waitport":   cmdWaitPort,
+		"waitfile":   cmdWaitFile,
 		"retryuntil": cmdRetryUntil,
 		"freeport":   cmdFreePort,
 		"pgschema":   cmdPGSchema,

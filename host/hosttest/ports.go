@@ -1,19 +1,12 @@
 package hosttest
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
-
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that nothing listens on, for a server a
@@ -79,54 +72,4 @@ func kernelPort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitFor polls ready until it reports true, at most wait. It fails the script as
-// soon as a background command has exited (a server that could not start is not
-// waited for a minute), or with what the last attempt said when the time is up.
-func waitFor(ts *testscript.TestScript, what string, ready func() error) {
-	deadline := time.Now().Add(wait)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		if name := exitedBackground(ts); name != "" {
-			ts.Fatalf("%s: the background command %s exited (its output is below)", what, name)
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("%s: %v (waited %s)", what, err, wait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// exitedBackground names a background command of the script (one not yet waited for)
-// whose process has ended, or returns "".
-//
-// testscript reaps each background process in a goroutine of its own; once it has,
-// signalling the process reports os.ErrProcessDone, which reads no state that
-// goroutine writes.
-func exitedBackground(ts *testscript.TestScript) string {
-	for _, cmd := range ts.BackgroundCmds() {
-		if err := cmd.Process.Signal(syscall.Signal(0)); errors.Is(err, os.ErrProcessDone) {
-			return fmt.Sprintf("%q", strings.Join(append([]string{filepath.Base(cmd.Path)}, cmd.Args[1:]...), " "))
-		}
-	}
-	return ""
-}
-
-// cmdWaitPort is "waitport PORT": it waits until something accepts TCP connections on
-// 127.0.0.1:PORT, the server the script started in the background.
-func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitport PORT")
-	}
-	waitFor(ts, "waitport "+args[0], func() error {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
 }

@@ -37,10 +37,10 @@ func TestFreePort_OutsideTheEphemeralRangeAndNeverTwice(t *testing.T) {
 	}
 }
 
-// A server that could not start fails waitport and waitmcp at once, naming it, rather
+// A server that could not start fails waitport, waitmcp and waitfile at once, naming it, rather
 // than after their minute.
 func TestWait_FailsWhenTheBackgroundCommandExited(t *testing.T) {
-	for _, wait := range []string{"waitport $PORT", "waitmcp http://127.0.0.1:$PORT/mcp"} {
+	for _, wait := range []string{"waitport $PORT", "waitmcp http://127.0.0.1:$PORT/mcp", "waitfile never-written"} {
 		t.Run(strings.Fields(wait)[0], func(t *testing.T) {
 			dir := t.TempDir()
 			script := "! exec sh -c 'echo cannot listen >&2; exit 3' &server&\n" + wait + "\n"
@@ -56,6 +56,29 @@ func TestWait_FailsWhenTheBackgroundCommandExited(t *testing.T) {
 				t.Fatalf("the failure does not name the exited command:\n%s", got)
 			}
 		})
+	}
+}
+
+// A command the script killed before it started the one it now waits for is not a
+// reason to fail: the wait watches what was started since the previous wait. (The new
+// command writes its file a moment after it starts, so that the wait looks at the
+// background commands at least once before it is satisfied.)
+func TestWait_IgnoresWhatWasKilledBefore(t *testing.T) {
+	dir := t.TempDir()
+	script := `! exec sh -c 'touch old-up; exec sleep 600' &old&
+waitfile old-up
+kill -KILL old
+! exec sh -c 'sleep 0.2; touch new-up; exec sleep 600' &new&
+waitfile new-up
+kill -KILL new
+`
+	if err := os.WriteFile(filepath.Join(dir, "killed.txtar"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := &recordingT{}
+	testscript.RunT(rt, testscript.Params{Dir: dir, Cmds: Commands(), Setup: Setup(t.TempDir())})
+	if rt.failed {
+		t.Fatalf("the script failed:\n%s", rt.log.String())
 	}
 }
 
