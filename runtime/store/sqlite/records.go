@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -24,9 +25,14 @@ import (
 // transaction is opened for it and it waits for nobody. Each record gets its own
 // result: a key that exists is ErrNotFound for that record only. Anything else that
 // goes wrong in a shared transaction rolls it back and writes the batch's records one
-// by one, so every caller learns exactly what happened to its own. A queued caller
-// waits for that result whatever its own context says: its record may already be in a
-// transaction being written (the wait is bounded as the writer's is, by busy_timeout).
+// by one, so every caller learns exactly what happened to its own.
+//
+// A queued caller whose context ends while its record still waits for a batch leaves
+// the queue with its context's error, and its record is not written (a lost read
+// record only means the read runs again); if it was to write the next batch, the next
+// caller in the queue does. Once a batch has taken its record, it waits for the result
+// whatever its context says: the record may be in a transaction being written (the
+// wait is bounded as the writer's is, by busy_timeout).
 
 // recordQueue is the group commit of record-once inserts.
 type recordQueue struct {
@@ -55,7 +61,17 @@ func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []
 	q.pending = append(q.pending, me)
 	if q.writing {
 		q.mu.Unlock()
-		<-me.wake
+		select {
+		case <-me.wake:
+		case <-ctx.Done():
+			q.mu.Lock()
+			left := q.leaveLocked(me)
+			q.mu.Unlock()
+			if left {
+				return nil, ctx.Err()
+			}
+			<-me.wake // a batch has taken it: its result comes
+		}
 		if !me.lead {
 			return me.inv, me.err
 		}
@@ -69,13 +85,7 @@ func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []
 	s.writeRecords(ctx, batch)
 
 	q.mu.Lock()
-	if len(q.pending) > 0 { // the next batch is written by its first caller
-		next := q.pending[0]
-		next.lead = true
-		next.wake <- struct{}{}
-	} else {
-		q.writing = false
-	}
+	q.handOffLocked()
 	q.mu.Unlock()
 	for _, r := range batch {
 		if r != me {
@@ -83,6 +93,33 @@ func (s *Store) insertRelaxed(ctx context.Context, p store.InsertParams, args []
 		}
 	}
 	return me.inv, me.err
+}
+
+// handOffLocked makes the first queued caller write the next batch, or ends the
+// writing when nobody is queued. q.mu is held.
+func (q *recordQueue) handOffLocked() {
+	if len(q.pending) == 0 {
+		q.writing = false
+		return
+	}
+	next := q.pending[0]
+	next.lead = true
+	next.wake <- struct{}{}
+}
+
+// leaveLocked takes me, whose caller's context has ended, out of the queue if no batch
+// has taken its record yet, and reports whether it did; were it to write the next
+// batch, the next in the queue does. q.mu is held.
+func (q *recordQueue) leaveLocked(me *queuedRecord) bool {
+	i := slices.Index(q.pending, me)
+	if i < 0 {
+		return false
+	}
+	q.pending = slices.Delete(q.pending, i, i+1)
+	if me.lead {
+		q.handOffLocked()
+	}
+	return true
 }
 
 // writeRecords writes batch and sets each record's result. A shared batch runs

@@ -134,3 +134,81 @@ func TestRecords_SharedCommitFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestRecords_QueuedCallerCancelled: a caller whose context ends while its record is
+// queued leaves with its context's error and its record is not written; the batch it
+// left is written without it.
+func TestRecords_QueuedCallerCancelled(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	hold, err := s.write.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func(want int) { // the queue's own state, as in queueBehindWriter
+		for {
+			s.records.mu.Lock()
+			n, writing := len(s.records.pending), s.records.writing
+			s.records.mu.Unlock()
+			if writing && n == want {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	results := make(chan recorded, 3)
+	insert := func(ctx context.Context, key string) {
+		inv, inserted, err := s.InvocationInsert(ctx, recordOnce(key))
+		results <- recorded{inv, inserted, err}
+	}
+	go insert(ctx, "first")
+	queued(0)
+	gone, cancel := context.WithCancel(ctx)
+	go insert(gone, "gone")
+	queued(1)
+	go insert(ctx, "kept")
+	queued(2)
+	cancel()
+	if r := <-results; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the cancelled caller got %+v, want context.Canceled", r)
+	}
+	queued(1)
+	hold.Close()
+	for range 2 {
+		if r := <-results; r.err != nil || !r.inserted {
+			t.Fatalf("inserted %v, %v", r.inserted, r.err)
+		}
+	}
+	for key, want := range map[string]error{"first": nil, "kept": nil, "gone": store.ErrNotFound} {
+		if _, err := s.InvocationGetByKey(ctx, key); !errors.Is(err, want) {
+			t.Fatalf("%s: %v, want %v", key, err, want)
+		}
+	}
+}
+
+// TestRecords_LeaveHandsOnTheLead: a caller that was to write the next batch and
+// leaves hands that on to the next in the queue, or ends the writing when it was the
+// last.
+func TestRecords_LeaveHandsOnTheLead(t *testing.T) {
+	lead := func() *queuedRecord {
+		r := &queuedRecord{lead: true, wake: make(chan struct{}, 1)}
+		r.wake <- struct{}{}
+		return r
+	}
+	me, next := lead(), &queuedRecord{wake: make(chan struct{}, 1)}
+	q := &recordQueue{writing: true, pending: []*queuedRecord{me, next}}
+	if !q.leaveLocked(me) {
+		t.Fatal("a queued record did not leave")
+	}
+	if len(q.pending) != 1 || q.pending[0] != next || !next.lead || len(next.wake) != 1 || !q.writing {
+		t.Fatalf("after the lead left: pending %d, next lead %v woken %d, writing %v", len(q.pending), next.lead, len(next.wake), q.writing)
+	}
+	last := lead()
+	q = &recordQueue{writing: true, pending: []*queuedRecord{last}}
+	if !q.leaveLocked(last) || len(q.pending) != 0 || q.writing {
+		t.Fatalf("after the last left: pending %d, writing %v", len(q.pending), q.writing)
+	}
+	if q.leaveLocked(last) {
+		t.Fatal("a record no longer queued left again")
+	}
+}
