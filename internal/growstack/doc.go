@@ -8,7 +8,10 @@
 // and deep in a statement that is many frames: in a CPU profile of toolrun serving
 // read calls it was 7-9 % of the process (BENCHMARKS.md, issue 20). Growing once at
 // the top, where the stack holds a few frames, replaces those copies with one cheap
-// one; a goroutine whose stack is already large pays a compare and a call.
+// one; a goroutine whose stack is already large pays a compare and a call. Memory: a
+// call in flight holds a 64 KiB stack, which a SQLite call reaches anyway; while it
+// waits (an upstream, an approval) the garbage collector shrinks the stack as it
+// shrinks any that uses less than a quarter of itself.
 //
 // Grow is an assembly function with a 32 KiB frame and no body: its prologue makes
 // the runtime grow the stack (to 64 KiB, the next size that holds the frame and what
