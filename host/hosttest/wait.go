@@ -16,7 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// waitFor polls ready until it reports true, at most wait. It fails the script as
+// waitFor polls ready until it returns nil, at most wait. It fails the script as
 // soon as a background command it waits on has exited (a server that could not start
 // is not waited for a minute), or with what the last attempt said when the time is up.
 func waitFor(ts *testscript.TestScript, what string, ready func() error) {

@@ -37,8 +37,8 @@ func TestFreePort_OutsideTheEphemeralRangeAndNeverTwice(t *testing.T) {
 	}
 }
 
-// A server that could not start fails waitport, waitmcp and waitfile at once, naming it, rather
-// than after their minute.
+// A server that could not start fails waitport, waitmcp and waitfile at once, naming
+// it, rather than after their minute.
 func TestWait_FailsWhenTheBackgroundCommandExited(t *testing.T) {
 	for _, wait := range []string{"waitport $PORT", "waitmcp http://127.0.0.1:$PORT/mcp", "waitfile never-written"} {
 		t.Run(strings.Fields(wait)[0], func(t *testing.T) {
