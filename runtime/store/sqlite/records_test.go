@@ -44,28 +44,31 @@ func queueBehindWriter(t *testing.T, s *Store, keys ...string) map[string]record
 		out[key] = recorded{inv, inserted, err}
 		mu.Unlock()
 	}
-	queued := func(want int) { // a condition, not a sleep: the queue's own state
-		for {
-			s.records.mu.Lock()
-			n, writing := len(s.records.pending), s.records.writing
-			s.records.mu.Unlock()
-			if writing && n == want {
-				return
-			}
-			runtime.Gosched()
-		}
-	}
 	wg.Add(1)
 	go insert(keys[0])
-	queued(0) // the first leads, waiting for the writer
+	waitQueued(s, 0) // the first leads, waiting for the writer
 	for _, k := range keys[1:] {
 		wg.Add(1)
 		go insert(k)
 	}
-	queued(len(keys) - 1)
+	waitQueued(s, len(keys)-1)
 	hold.Close()
 	wg.Wait()
 	return out
+}
+
+// waitQueued returns once a batch is being written and want records wait behind it: a
+// condition, not a sleep, on the queue's own state.
+func waitQueued(s *Store, want int) {
+	for {
+		s.records.mu.Lock()
+		n, writing := len(s.records.pending), s.records.writing
+		s.records.mu.Unlock()
+		if writing && n == want {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // TestRecords_SharedCommit: records that arrive while one is written are written in
@@ -145,34 +148,23 @@ func TestRecords_QueuedCallerCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued := func(want int) { // the queue's own state, as in queueBehindWriter
-		for {
-			s.records.mu.Lock()
-			n, writing := len(s.records.pending), s.records.writing
-			s.records.mu.Unlock()
-			if writing && n == want {
-				return
-			}
-			runtime.Gosched()
-		}
-	}
 	results := make(chan recorded, 3)
 	insert := func(ctx context.Context, key string) {
 		inv, inserted, err := s.InvocationInsert(ctx, recordOnce(key))
 		results <- recorded{inv, inserted, err}
 	}
 	go insert(ctx, "first")
-	queued(0)
+	waitQueued(s, 0)
 	gone, cancel := context.WithCancel(ctx)
 	go insert(gone, "gone")
-	queued(1)
+	waitQueued(s, 1)
 	go insert(ctx, "kept")
-	queued(2)
+	waitQueued(s, 2)
 	cancel()
 	if r := <-results; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("the cancelled caller got %+v, want context.Canceled", r)
 	}
-	queued(1)
+	waitQueued(s, 1)
 	hold.Close()
 	for range 2 {
 		if r := <-results; r.err != nil || !r.inserted {
