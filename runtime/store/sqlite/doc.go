@@ -24,6 +24,12 @@
 //     RETURNING of many rows) are one IMMEDIATE transaction.
 //   - The worker's tools (store.Claimable) are one JSON parameter, read with json_each
 //     inside the sweep's selecting subquery and the retryable list.
+//   - The writes every call makes (its record, watermark, settlement, release,
+//     suspension) are point writes: they queue for this process's writer under their
+//     context, and their statement runs under one that does not end, as the point
+//     reads do (issue 20: a context that can end costs modernc.org/sqlite and
+//     database/sql a goroutine each per statement). Their one long wait, for a writer
+//     of another process, is bounded by busy_timeout, not by the context.
 //   - Every statement is prepared once, by [Open] (modernc.org/sqlite would parse the
 //     SQL on every call otherwise); transactions run them through tx.StmtContext,
 //     never on the writer pool directly, whose only connection the transaction holds.

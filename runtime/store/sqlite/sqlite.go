@@ -39,6 +39,11 @@ type Store struct {
 	insertArgs, latestGenerationArgs, breakerCountsArgs sqlfile.Positional
 
 	records recordQueue // record-once inserts waiting for the relaxed connection (records.go)
+
+	// pointWriter is held by a point write (pointWrite) from before it waits for the
+	// writer's connection until its statement has ended: point writes of this process
+	// queue here, where their contexts are honoured.
+	pointWriter chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -127,7 +132,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	relaxed.SetMaxIdleConns(1)
 	relaxed.SetConnMaxLifetime(0)
 	relaxed.SetConnMaxIdleTime(0)
-	s := &Store{path: path, write: write, relaxed: relaxed, read: read, hub: newHub(), clock: newClocked(o.clock)}
+	s := &Store{path: path, write: write, relaxed: relaxed, read: read, hub: newHub(), clock: newClocked(o.clock),
+		pointWriter: make(chan struct{}, 1)}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -306,7 +312,10 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if p.Relaxed() {
 		inv, err = s.insertRelaxed(ctx, p, args)
 	} else {
-		inv, err = scanInserted(p, toEnd(s.w.insert.QueryContext(ctx, args...)))
+		err = s.pointWrite(ctx, func(ctx context.Context) error {
+			inv, err = scanInserted(p, toEnd(s.w.insert.QueryContext(ctx, args...)))
+			return err
+		})
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		if err != nil {
@@ -318,6 +327,9 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	// The key exists: nothing was written; return that row. It was committed before
 	// the insert took the write lock and rows are never deleted, so a reader (a new
 	// WAL snapshot) sees it, and the writer stays free for the other callers.
+	if ctx, err = pointRead(ctx); err != nil {
+		return nil, false, err
+	}
 	inv, err = scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", p.Key)))
 	if err != nil {
 		return nil, false, err
@@ -387,6 +399,32 @@ func pointRead(ctx context.Context) (context.Context, error) {
 		return nil, err
 	}
 	return context.WithoutCancel(ctx), nil
+}
+
+// pointWrite runs write, one autocommit statement on the writer that every call of
+// its kind makes (the record of a call, a watermark, a settlement, a release, a
+// suspension), under a context that does not end. The caller's context is honoured
+// while the write waits for the other point writes of this process (pointWriter)
+// and is looked at once more before the statement starts, not while it runs: under a
+// context that can end, modernc.org/sqlite starts a goroutine and installs a progress
+// handler for the statement and database/sql starts one more goroutine for its rows,
+// a tenth of a write call's CPU (issue 20, BENCHMARKS.md). The statement runs for
+// microseconds; its one wait that can be long, for a writer of another process, is
+// bounded by busy_timeout (10 s, the bound the pipeline puts on one write attempt),
+// and a context that ends during that wait does not end it. Inside, the statement
+// may still wait for the writer's connection behind one writer of this process that
+// is not a point write (a transaction, an append), which holds it for one commit.
+func (s *Store) pointWrite(ctx context.Context, write func(context.Context) error) error {
+	select {
+	case s.pointWriter <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.pointWriter }()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return write(context.WithoutCancel(ctx))
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {

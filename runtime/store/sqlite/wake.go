@@ -44,11 +44,13 @@ func (s *Store) wokeCall(tenant, key string) {
 }
 
 // execFenced runs a fenced autocommit write that returns its row's tenant and key
-// (wokenColumns), wakes that row's waiters when it wrote, and returns the number of
-// rows it wrote (0 or 1).
+// (wokenColumns), as a point write, wakes that row's waiters when it wrote, and
+// returns the number of rows it wrote (0 or 1).
 func (s *Store) execFenced(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
 	var tenant, key string
-	err := toEnd(stmt.QueryContext(ctx, args...)).Scan(&tenant, &key)
+	err := s.pointWrite(ctx, func(ctx context.Context) error {
+		return toEnd(stmt.QueryContext(ctx, args...)).Scan(&tenant, &key)
+	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil

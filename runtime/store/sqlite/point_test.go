@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/toolgen/toolgen/runtime/store"
+)
+
+// TestPointWrite_WaitsUnderItsContext pins what a point write does with its context
+// (Store.pointWrite), with another process's writer simulated by a second database
+// handle holding the file's write lock:
+//   - a point write queued behind another point write of this process leaves when its
+//     context ends, at once, and writes nothing;
+//   - a point write already waiting for the other writer's lock is not ended by its
+//     context: it writes once the lock is released (busy_timeout bounds that wait).
+func TestPointWrite_WaitsUnderItsContext(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	other, err := sql.Open("sqlite", "file:"+uriEscaper.Replace(s.path)+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer release()
+
+	pending := func(key string) store.InsertParams { return store.InsertPending(store.Call{Key: key, Tenant: "t"}) }
+	firstCtx, cancelFirst := context.WithCancel(ctx)
+	defer cancelFirst()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.InvocationInsert(firstCtx, pending("first"))
+		first <- err
+	}()
+	for len(s.pointWriter) == 0 { // the first holds the point writer, waiting for the lock
+		runtime.Gosched()
+	}
+
+	secondCtx, cancelSecond := context.WithCancel(ctx)
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := s.InvocationInsert(secondCtx, pending("second"))
+		second <- err
+	}()
+	cancelSecond()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the queued point write, its context ended: %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first point write returned (%v) while the other writer held the lock", err)
+	default:
+	}
+
+	cancelFirst() // during its wait for the lock: the write goes on
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the point write whose context ended while it waited for the lock: %v, want it written", err)
+	}
+	if _, err := s.InvocationGetByKey(ctx, "first"); err != nil {
+		t.Fatalf("the first row: %v", err)
+	}
+	if _, err := s.InvocationGetByKey(ctx, "second"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the second row, whose write left the queue: %v, want ErrNotFound", err)
+	}
+	if len(s.pointWriter) != 0 {
+		t.Fatal("the point writer is still held")
+	}
+}
