@@ -27,16 +27,15 @@ import (
 // the store's own settings (connParams of sqlite.go: WAL, synchronous=FULL,
 // busy_timeout, _txlock=immediate; one writer connection, `readers` query_only
 // readers, reads on the readers as in the store). The loop is the floor of those
-// statements: prepared once, each write an autocommit statement (the store runs each
-// in BEGIN IMMEDIATE ... COMMIT and prepares per call). Each side runs
+// statements: prepared once, each write an autocommit statement, all under
+// context.Background() (as the store now runs them; see its doc). Each side runs
 // TOOLGEN_BENCH_CELL (5s) in all, in one-second slices interleaved with the other
 // sides' (see interleave), after one WAL checkpoint. Metrics as in BenchmarkPostgresCalls, baseline "raw".
 //
-// A third side, for attribution only, runs the loop the way the store drives the
-// driver (store-shaped-calls/s, pct-of-store-shaped): each statement prepared on
-// every call, each write in its own BEGIN IMMEDIATE ... COMMIT. pipeline/store-shaped
-// is what the pipeline and the store's Go code add; store-shaped/raw is what
-// preparing per call and the explicit transactions cost.
+// A third side, for attribution only, runs the loop the way the store drove the
+// driver before issue 20 (store-shaped-calls/s, pct-of-store-shaped): each statement
+// prepared on every call, each write in its own BEGIN IMMEDIATE ... COMMIT;
+// store-shaped/raw is what preparing per call and the explicit transactions cost.
 func BenchmarkSQLiteCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
