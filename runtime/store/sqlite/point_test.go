@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/toolgen/toolgen/runtime/store"
@@ -85,5 +86,28 @@ func TestPointWrite_WaitsUnderItsContext(t *testing.T) {
 	}
 	if len(s.pointWriter) != 0 {
 		t.Fatal("the point writer is still held")
+	}
+}
+
+// BenchmarkInsertRecordOnce is one caller's record-once insert (a read call's record)
+// under a context that cannot end and under one that can, as an agent's request
+// context can: the two cost the same since the statement runs detached once the
+// writer is held (issue 20; before, the second started two goroutines per insert).
+func BenchmarkInsertRecordOnce(b *testing.B) {
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background", context.Background()}, {"cancellable", cancellable}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := newTestStore(b)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, _, err := s.InvocationInsert(c.ctx, recordOnce("k"+strconv.Itoa(i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // newTestStore opens a store on a fresh file in t.TempDir().
-func newTestStore(t *testing.T, opts ...Option) *Store {
+func newTestStore(t testing.TB, opts ...Option) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "toolgen.db"), opts...)
 	if err != nil {
