@@ -125,8 +125,7 @@ func (q *recordQueue) leaveLocked(me *queuedRecord) bool {
 // writeRecords writes batch and sets each record's result. A shared batch runs
 // detached from the leader's cancellation: the other callers' records must not end
 // with the leader's context. A record of its own waits for the writer under its
-// context; once the writer is held, the statements run as a point write's does
-// (Store.pointWrite), and for the same reason.
+// context; once the writer is held, the statements run under pointContext.
 func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
 	if len(batch) > 1 {
 		ctx = context.WithoutCancel(ctx)
@@ -139,11 +138,10 @@ func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
 		return
 	}
 	defer hold.Close()
-	if err := ctx.Err(); err != nil { // a record of its own, whose caller has gone
+	if ctx, err = pointContext(ctx); err != nil { // a record of its own, whose caller has gone
 		batch[0].err = err
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
 	if len(batch) == 1 || !s.writeShared(ctx, batch) {
 		for _, r := range batch {
 			r.inv, r.err = scanInserted(r.p, toEnd(s.relaxedInsert.QueryContext(ctx, r.args...)))

@@ -327,7 +327,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	// The key exists: nothing was written; return that row. It was committed before
 	// the insert took the write lock and rows are never deleted, so a reader (a new
 	// WAL snapshot) sees it, and the writer stays free for the other callers.
-	if ctx, err = pointRead(ctx); err != nil {
+	if ctx, err = pointContext(ctx); err != nil {
 		return nil, false, err
 	}
 	inv, err = scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", p.Key)))
@@ -379,22 +379,23 @@ func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation,
 }
 
 func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invocation, error) {
-	ctx, err := pointRead(ctx)
+	ctx, err := pointContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return scanInvocation(s.r.getByKey.QueryRowContext(ctx, sql.Named("key", key)))
 }
 
-// pointRead is the context of a read through a unique or narrow index (a key, a call's
-// generations, a run's breaker counter), which every call makes: the context's end is
-// looked at before the read and not during it. Under a context that can end,
-// modernc.org/sqlite starts a goroutine and installs a progress handler for each
-// statement, and database/sql starts one more goroutine per query, which costs more
-// than such a read (issue 20); the read takes microseconds and a WAL reader never waits
-// for a lock, so there is nothing to interrupt. Reads that can run long (lists, the
-// sweep's scans) keep their context.
-func pointRead(ctx context.Context) (context.Context, error) {
+// pointContext is the context a point statement runs under: a read through a unique
+// or narrow index (a key, a call's generations, a run's breaker counter) or a point
+// write once it may run (pointWrite, writeRecords), statements every call makes. The
+// caller's context is looked at now, not while the statement runs: under a context
+// that can end, modernc.org/sqlite starts a goroutine and installs a progress handler
+// for each statement and database/sql starts one more goroutine per query, which costs
+// more than such a statement (issue 20, BENCHMARKS.md). A point read takes
+// microseconds and a WAL reader never waits for a lock, so there is nothing to
+// interrupt. Reads that can run long (lists, the sweep's scans) keep their context.
+func pointContext(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -403,17 +404,14 @@ func pointRead(ctx context.Context) (context.Context, error) {
 
 // pointWrite runs write, one autocommit statement on the writer that every call of
 // its kind makes (the record of a call, a watermark, a settlement, a release, a
-// suspension), under a context that does not end. The caller's context is honoured
-// while the write waits for the other point writes of this process (pointWriter)
-// and is looked at once more before the statement starts, not while it runs: under a
-// context that can end, modernc.org/sqlite starts a goroutine and installs a progress
-// handler for the statement and database/sql starts one more goroutine for its rows,
-// a tenth of a write call's CPU (issue 20, BENCHMARKS.md). The statement runs for
-// microseconds; its one wait that can be long, for a writer of another process, is
-// bounded by busy_timeout (10 s, the bound the pipeline puts on one write attempt),
-// and a context that ends during that wait does not end it. Inside, the statement
-// may still wait for the writer's connection behind one writer of this process that
-// is not a point write (a transaction, an append), which holds it for one commit.
+// suspension). The caller's context is honoured while the write waits for the other
+// point writes of this process (pointWriter); the statement runs under pointContext.
+// It runs for microseconds; its one wait that can be long, for a writer of another
+// process, is bounded by busy_timeout (10 s, the bound the pipeline puts on one write
+// attempt), and a context that ends during that wait does not end it. Inside, the
+// statement may still wait for the writer's connection behind one writer of this
+// process that is not a point write (a transaction, an append), which holds it for
+// one commit.
 func (s *Store) pointWrite(ctx context.Context, write func(context.Context) error) error {
 	select {
 	case s.pointWriter <- struct{}{}:
@@ -421,10 +419,11 @@ func (s *Store) pointWrite(ctx context.Context, write func(context.Context) erro
 		return ctx.Err()
 	}
 	defer func() { <-s.pointWriter }()
-	if err := ctx.Err(); err != nil {
+	ctx, err := pointContext(ctx)
+	if err != nil {
 		return err
 	}
-	return write(context.WithoutCancel(ctx))
+	return write(ctx)
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
@@ -666,7 +665,7 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
 	var g store.Generation
-	ctx, err := pointRead(ctx)
+	ctx, err := pointContext(ctx)
 	if err != nil {
 		return g, err
 	}
@@ -690,7 +689,7 @@ func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.Gener
 
 func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
 	var c store.BreakerCounts
-	ctx, err := pointRead(ctx)
+	ctx, err := pointContext(ctx)
 	if err != nil {
 		return c, err
 	}
