@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -96,19 +95,19 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode":   cmdExitCode,
-			"retryuntil": cmdRetryUntil,
-			"issuer":     cmdIssuer,
-			"httpget":    cmdHTTPGet,
-			"envfile":    cmdEnvFile,
-			"modcached":  cmdModCached,
-			// hosttest's go-sdk client and fresh PostgreSQL schemas, for scripts that
-			// need no node (the sec14_ attacks).
-			"mcp":      hosttest.Commands()["mcp"],
-			"pgschema": hosttest.Commands()["pgschema"],
-			"freeport": hosttest.Commands()["freeport"],
-			"waitport": hosttest.Commands()["waitport"],
-			"waitfile": hosttest.Commands()["waitfile"],
+			"exitcode":  cmdExitCode,
+			"issuer":    cmdIssuer,
+			"httpget":   cmdHTTPGet,
+			"envfile":   cmdEnvFile,
+			"modcached": cmdModCached,
+			// hosttest's commands: its go-sdk client (scripts that need no node, the
+			// sec14_ attacks), fresh PostgreSQL schemas, ports and waits.
+			"mcp":        hosttest.Commands()["mcp"],
+			"pgschema":   hosttest.Commands()["pgschema"],
+			"freeport":   hosttest.Commands()["freeport"],
+			"waitport":   hosttest.Commands()["waitport"],
+			"waitfile":   hosttest.Commands()["waitfile"],
+			"retryuntil": hosttest.Commands()["retryuntil"],
 		},
 		Setup: func(env *testscript.Env) error {
 			// REPO is this checkout, for the replace directive of external-module scripts.
@@ -216,29 +215,6 @@ func cmdModCached(ts *testscript.TestScript, neg bool, args []string) {
 	zip := filepath.Join(ts.Getenv("GOMODCACHE"), "cache", "download", args[0], "@v", version+".zip")
 	if _, err := os.Stat(zip); err != nil {
 		ts.Fatalf("modcached: %s@%s is not in the module cache, and this script builds offline: run make go-deps", args[0], version)
-	}
-}
-
-// cmdRetryUntil is "retryuntil REGEXP PROGRAM ARGS...": it runs the program (as exec
-// does) until its standard output matches REGEXP, at most 60 s, for state another
-// process reaches on its own (a device registered with the gateway). The last run's
-// stdout and stderr are what later commands see.
-func cmdRetryUntil(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: retryuntil REGEXP PROGRAM ARGS...")
-	}
-	re, err := regexp.Compile("(?m)" + args[0]) // multi-line, as stdout's pattern is
-	if err != nil {
-		ts.Fatalf("retryuntil: %v", err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		_ = ts.Exec(args[1], args[2:]...)
-		if re.MatchString(ts.ReadFile("stdout")) {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("retryuntil: %s never printed a match of %q within 60s", args[1], args[0])
-		}
 	}
 }
 
