@@ -15,7 +15,7 @@ const (
 )
 
 // BreakerCheck decides step 5 from the counts of the identical calls already recorded
-// in the run (store.Invocations.InvocationBreakerCounts). It returns the reason code and
+// in the run (store.PriorCalls.Breaker). It returns the reason code and
 // true when the call must be refused (a denial, recorded like any other), "" and
 // false when it may go on to policy.
 //

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,7 +24,7 @@ const DefaultRetryWindow = 10 * time.Minute
 // call — a file read again after it changed, a write repeated on purpose — so a
 // derived id names a family of calls, its generations: base, base-1, base-2, ...
 // stepIdentity picks the generation by what the store holds for the latest one
-// (store.InvocationGetLatestGeneration), and this is the rule:
+// (store.PriorCalls.Latest), and this is the rule:
 //
 //   - None yet: the first generation, base.
 //   - The latest is not settled (held for approval, running, suspended, released for
@@ -59,26 +58,29 @@ const DefaultRetryWindow = 10 * time.Minute
 // the default approval hold (5 min), and short against the minutes between an agent's
 // deliberate repeats. The window is read against the store's clock as the host sees
 // it, so hosts on one store should agree on the time.
+//
+// The latest generation is read in one statement with the breaker's counter (step
+// 5), which every call needs, named or derived (store.InvocationPriorCalls).
 func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
-	if !c.Derived {
-		return nil
+	params := store.PriorCallsParams{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash}
+	if c.Derived {
+		params.CallIDBase = c.CallID
 	}
-	prev, err := p.cfg.Store.InvocationGetLatestGeneration(ctx, store.GenerationParams{
-		Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash, CallIDBase: c.CallID,
-	})
+	prior, err := p.cfg.Store.InvocationPriorCalls(ctx, params)
+	if err != nil {
+		return fmt.Errorf("runtime: call identity and breaker: %w", err)
+	}
+	c.breaker = prior.Breaker
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case !c.Derived:
+	case !prior.HasLatest:
 		c.newGeneration = true
-		return nil
-	case err != nil:
-		return fmt.Errorf("runtime: call identity: %w", err)
+	case p.sameCall(c, prior.Latest, time.Now()):
+		c.CallID = prior.Latest.CallID
+	default:
+		c.CallID, c.newGeneration = nextGeneration(c.CallID, prior.Latest.CallID), true
 	}
-	if p.sameCall(c, prev, time.Now()) {
-		c.CallID = prev.CallID
-		return nil
-	}
-	c.CallID, c.newGeneration = nextGeneration(c.CallID, prev.CallID), true
 	return nil
 }
 

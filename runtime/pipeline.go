@@ -253,7 +253,10 @@ type call struct {
 	// named its own call like a generation), and step 13's insert answers with that
 	// record then — the read has run once more, which a read may.
 	newGeneration bool
-	start         time.Time
+	// breaker is the breaker's counter, read with the call's identity (stepIdentity)
+	// and decided on at step 5.
+	breaker store.BreakerCounts
+	start   time.Time
 	// pinnedName: step 1 found the name in the session's pinned catalog (withdrawn or
 	// changed since), which only the registry fills; see toolLabel.
 	pinnedName bool
@@ -329,15 +332,12 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	p.after("validate")
 	p.stepLabel(c) // 3
 	p.after("label")
-	if err := p.stepIdentity(ctx, c); err != nil { // 4, the call id
+	if err := p.stepIdentity(ctx, c); err != nil { // 4, the call id, and the breaker's counter
 		return Outcome{}, err
 	}
 	p.stepKey(c) // 4
 	p.after("key")
-	o, stop, err = p.stepBreaker(ctx, c) // 5
-	if err != nil {
-		return Outcome{}, err
-	}
+	o, stop = p.stepBreaker(c) // 5
 	p.after("breaker")
 	if !stop {
 		o, stop, err = p.stepPolicy(ctx, c) // 6
@@ -459,19 +459,16 @@ func (p *Pipeline) stepKey(c *call) {
 }
 
 // stepBreaker is step 5: one counter per (tenant, run, tool, canonical args) (RT-8,
-// SEC-3). A run id is the tenant's: another tenant's calls in a run of the same id
-// neither count here nor can be observed through a refusal, as the idempotency key,
-// which includes the tenant, already keeps their records apart.
-func (p *Pipeline) stepBreaker(ctx context.Context, c *call) (Outcome, bool, error) {
-	counts, err := p.cfg.Store.InvocationBreakerCounts(ctx, c.Tenant, c.RunID, c.argsHash)
-	if err != nil {
-		return Outcome{}, false, fmt.Errorf("runtime: breaker: %w", err)
-	}
-	if reason, refused := BreakerCheck(counts); refused {
+// SEC-3), read at step 4 in the statement that reads the call's identity. A run id is
+// the tenant's: another tenant's calls in a run of the same id neither count here nor
+// can be observed through a refusal, as the idempotency key, which includes the
+// tenant, already keeps their records apart.
+func (p *Pipeline) stepBreaker(c *call) (Outcome, bool) {
+	if reason, refused := BreakerCheck(c.breaker); refused {
 		c.decision = Decision{Verdict: VerdictDeny, ReasonCode: reason}
-		return NewOutcome(ReasonCode(reason), c.CallID), true, nil
+		return NewOutcome(ReasonCode(reason), c.CallID), true
 	}
-	return Outcome{}, false, nil
+	return Outcome{}, false
 }
 
 // stepPolicy is step 6 (POL-1): allow, deny or needs_approval, and the recorded value

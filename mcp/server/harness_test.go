@@ -381,9 +381,10 @@ func keyOf(t *testing.T, res *mcp.CallToolResult, tool, canonicalArgs string) st
 	})
 }
 
-// failingStore is a store whose breaker read fails: Execute returns an error.
+// failingStore is a store whose first read of a call (its identity and breaker)
+// fails: Execute returns an error.
 type failingStore struct{ store.Store }
 
-func (failingStore) InvocationBreakerCounts(context.Context, string, string, string) (store.BreakerCounts, error) {
-	return store.BreakerCounts{}, errors.New("disk on fire at /var/lib/secret.db")
+func (failingStore) InvocationPriorCalls(context.Context, store.PriorCallsParams) (store.PriorCalls, error) {
+	return store.PriorCalls{}, errors.New("disk on fire at /var/lib/secret.db")
 }

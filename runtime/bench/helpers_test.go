@@ -20,15 +20,13 @@ import (
 
 // storeCall is one store method call the pipeline made, with what it passed.
 type storeCall struct {
-	Method   string
-	Insert   store.InsertParams
-	Settle   store.Settlement
-	Fence    store.Fence
-	Token    string
-	Key      string
-	Tenant   string
-	RunID    string
-	ArgsHash string
+	Method string
+	Insert store.InsertParams
+	Settle store.Settlement
+	Fence  store.Fence
+	Token  string
+	Key    string
+	Prior  store.PriorCallsParams
 }
 
 // recorder wraps a store and records the calls of the call path. Methods it does not
@@ -55,9 +53,9 @@ func (r *recorder) InvocationGetByKey(ctx context.Context, key string) (*store.I
 	return r.Store.InvocationGetByKey(ctx, key)
 }
 
-func (r *recorder) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	r.add(storeCall{Method: "InvocationBreakerCounts", Tenant: tenant, RunID: runID, ArgsHash: argsHash})
-	return r.Store.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
+func (r *recorder) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	r.add(storeCall{Method: "InvocationPriorCalls", Prior: p})
+	return r.Store.InvocationPriorCalls(ctx, p)
 }
 
 func (r *recorder) InvocationMarkEffectSentIfLeased(ctx context.Context, f store.Fence, token string) error {
@@ -83,9 +81,9 @@ func (r *recorder) InvocationGet(ctx context.Context, id int64) (*store.Invocati
 // storePlan is what one successful call of each class asks of the store, in order:
 // the statements the baselines run.
 var storePlan = map[string][]string{
-	"read":                {"InvocationBreakerCounts", "InvocationGetByKey", "InvocationInsert"},
-	"write-idempotent":    {"InvocationBreakerCounts", "InvocationInsert", "InvocationSettleIfLeased"},
-	"write-nonidempotent": {"InvocationBreakerCounts", "InvocationInsert", "InvocationMarkEffectSentIfLeased", "InvocationSettleIfLeased"},
+	"read":                {"InvocationPriorCalls", "InvocationGetByKey", "InvocationInsert"},
+	"write-idempotent":    {"InvocationPriorCalls", "InvocationInsert", "InvocationSettleIfLeased"},
+	"write-nonidempotent": {"InvocationPriorCalls", "InvocationInsert", "InvocationMarkEffectSentIfLeased", "InvocationSettleIfLeased"},
 }
 
 // capture runs one call of class c through a pipeline over a MemStore and returns
@@ -130,8 +128,10 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 		return more
 	}
 	switch sc.Method {
-	case "InvocationBreakerCounts":
-		return "invocationBreakerCountsSQL", map[string]any{"tenant": sc.Tenant, "run_id": sc.RunID, "args_hash": sc.ArgsHash}
+	case "InvocationPriorCalls":
+		p := sc.Prior
+		return "invocationPriorCallsSQL", map[string]any{"tenant": p.Tenant, "run_id": p.RunID, "args_hash": p.ArgsHash,
+			"step": p.Step, "base": p.CallIDBase}
 	case "InvocationGetByKey":
 		return "invocationGetByKeySQL", map[string]any{"key": sc.Key}
 	case "InvocationInsert":

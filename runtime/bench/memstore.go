@@ -137,14 +137,10 @@ func (m *MemStore) InvocationSettleIfLeased(_ context.Context, f store.Fence, s 
 	return nil
 }
 
-// InvocationGetLatestGeneration finds none: every derived call is its first.
-func (m *MemStore) InvocationGetLatestGeneration(context.Context, store.GenerationParams) (store.Generation, error) {
-	return store.Generation{}, store.ErrNotFound
-}
-
-// InvocationBreakerCounts always counts zero: the breaker never refuses.
-func (m *MemStore) InvocationBreakerCounts(context.Context, string, string, string) (store.BreakerCounts, error) {
-	return store.BreakerCounts{}, nil
+// InvocationPriorCalls finds none: the breaker never refuses, and every derived call
+// is its first.
+func (m *MemStore) InvocationPriorCalls(context.Context, store.PriorCallsParams) (store.PriorCalls, error) {
+	return store.PriorCalls{}, nil
 }
 
 func (m *MemStore) InvocationGetByResumeToken(context.Context, string) (*store.Invocation, error) {

@@ -109,7 +109,8 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := st.InvocationBreakerCounts(ctx, params.Tenant, params.RunID, params.ArgsHash); err != nil {
+			if _, err := st.InvocationPriorCalls(ctx, store.PriorCallsParams{Tenant: params.Tenant, RunID: params.RunID,
+				Step: params.Step, ArgsHash: params.ArgsHash}); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := st.InvocationGetByKey(ctx, keys[i]); err != store.ErrNotFound {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgen/toolgen/runtime/store/postgres"
@@ -58,7 +59,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
 	queries := driverQueries(b, "postgres",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationPriorCallsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
 	_, schema := pgtest.Open(b) // the schema, migrated; dropped when the benchmark ends
 	acfg, err := pgx.ParseConfig(dsn)
@@ -317,10 +318,14 @@ func (r *rawPG) run(ctx context.Context, pool *pgxpool.Pool, callers int, d time
 				args[k] = v
 			}
 			switch sc.Method {
-			case "InvocationBreakerCounts":
+			case "InvocationPriorCalls":
 				var total, denied int64
 				var uncertain bool
-				if err := pool.QueryRow(ctx, r.sqls[j], args...).Scan(&total, &denied, &uncertain); err != nil {
+				var id pgtype.Int8
+				var callID, status pgtype.Text
+				var effect, earlier, updated pgtype.Timestamptz
+				if err := pool.QueryRow(ctx, r.sqls[j], args...).Scan(&total, &denied, &uncertain,
+					&id, &callID, &status, &effect, &earlier, &updated); err != nil {
 					return err
 				}
 			case "InvocationGetByKey", "InvocationInsert":

@@ -91,7 +91,7 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 	tb.Helper()
 	ctx := context.Background()
 	queries := driverQueries(tb, "sqlite",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationPriorCallsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
 	settings := driverConsts(tb, "sqlite", "sqlite.go", "connParams", "readers")
 	readers, err := strconv.Atoi(settings["readers"])
@@ -185,13 +185,13 @@ func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[s
 	r.columns = len(cols)
 	for _, sc := range calls {
 		name, args := namedArgs(sc)
-		db, isRead := write, sc.Method == "InvocationBreakerCounts" || sc.Method == "InvocationGetByKey"
+		db, isRead := write, sc.Method == "InvocationPriorCalls" || sc.Method == "InvocationGetByKey"
 		if isRead {
 			db = read
 		}
 		query := queries[name]
 		var pos *sqlfile.Positional
-		if sc.Method == "InvocationInsert" || sc.Method == "InvocationBreakerCounts" {
+		if sc.Method == "InvocationInsert" || sc.Method == "InvocationPriorCalls" {
 			p, err := sqlfile.NewPositional(query)
 			if err != nil {
 				return nil, err
@@ -325,10 +325,13 @@ func (r *rawSQLite) run(ctx context.Context, callers int, d time.Duration, tag s
 // exec runs one statement of the loop and checks its result as the store does.
 func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, args, dest, vals []any, id, attempt *int64) error {
 	switch sc.Method {
-	case "InvocationBreakerCounts":
+	case "InvocationPriorCalls":
 		var total, denied int
 		var uncertain bool
-		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain)
+		var id, effect, earlier, updated sql.NullInt64
+		var callID, status sql.NullString
+		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain,
+			&id, &callID, &status, &effect, &earlier, &updated)
 	case "InvocationGetByKey":
 		if err := q.QueryRowContext(ctx, args...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("get by key: %v", err)

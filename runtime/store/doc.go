@@ -45,7 +45,7 @@
 //     keyed by (tenant, session id), so another tenant's row of the same id is another
 //     session's (SES-1). A session's catalog is written once: the first writer wins and
 //     every later one is handed the first one's pins; only a forced epoch rewrites pins.
-//   - The breaker's counts are one tenant's (InvocationBreakerCounts takes the tenant):
+//   - The breaker's counts are one tenant's (InvocationPriorCalls takes the tenant):
 //     rows of another tenant in a run of the same id never count.
 //
 // Besides [Store], a driver may implement the role [Waker] (wake.go): waiters (the

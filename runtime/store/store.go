@@ -160,9 +160,9 @@ type ToolRef struct {
 }
 
 // Generation is the part of a derived call id's latest row that call identity decides
-// from (Invocations.InvocationGetLatestGeneration): the row's columns of the same
-// names. Not the whole row: every call with a derived id reads it, and 36 columns cost
-// the call more than the read itself (issue 20).
+// from (PriorCalls.Latest): the row's columns of the same names. Not the whole row:
+// every call with a derived id reads it, and 36 columns cost the call more than the
+// read itself (issue 20).
 type Generation struct {
 	ID                                int64
 	CallID                            string
@@ -171,13 +171,28 @@ type Generation struct {
 	UpdatedAt                         time.Time
 }
 
-// GenerationParams selects the generations of a derived call id
-// (Invocations.InvocationGetLatestGeneration).
-type GenerationParams struct {
+// PriorCallsParams selects what one call reads of the calls recorded before it
+// (Invocations.InvocationPriorCalls): its tenant's run, step and arguments hash, and
+// CallIDBase, the call id when it was derived (SES-2), "" when the caller named it.
+type PriorCallsParams struct {
 	Tenant, RunID string
 	Step          int
 	ArgsHash      string
 	CallIDBase    string
+}
+
+// PriorCalls is what the pipeline reads of the calls before one call, in one
+// statement, before it decides anything (steps 4 and 5): the breaker's counter and,
+// for a derived call id, its latest generation. The two are read together because
+// they walk the same index range, (tenant, run_id, args_hash), and every call needs
+// the counter: one statement instead of two is a statement less per call on SQLite and
+// a round trip less on PostgreSQL (issue 20). They are also read at one instant.
+type PriorCalls struct {
+	Breaker BreakerCounts
+	// Latest is the latest generation of a derived call id when HasLatest; the zero
+	// Generation when there is none yet or the call id was not derived.
+	Latest    Generation
+	HasLatest bool
 }
 
 // Claimable says whose rows a recovery operation (the sweep, the retryable list) may
@@ -598,16 +613,19 @@ type Invocations interface {
 	// with these tools leaves for another (the recovery report's "skipped"), of tenant
 	// ("" for every tenant). It reads only.
 	InvocationCountUnclaimable(ctx context.Context, tools []ToolRef, tenant string) (Unclaimable, error)
-	// InvocationGetLatestGeneration returns the Generation of the latest row of a call
-	// whose id was derived (SES-2): of p's tenant, run, step and arguments hash, with
-	// call id p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows
-	// excluded (they are recorded under keys of their own). ErrNotFound if there is
-	// none. It reads only.
-	InvocationGetLatestGeneration(ctx context.Context, p GenerationParams) (Generation, error)
-	// InvocationBreakerCounts reads the breaker's counter for one identical call in a
-	// run of a tenant: only rows of that tenant count (SEC-3), so another tenant's calls
-	// in a run of the same id neither trip the breaker nor can be detected through it.
-	InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (BreakerCounts, error)
+	// InvocationPriorCalls reads, in one statement, what a call decides from of the
+	// calls recorded before it (PriorCalls):
+	//   - Breaker: the breaker's counter for one identical call in a run of a tenant,
+	//     the rows of p's tenant, run and arguments hash, whatever their step or call
+	//     id. Only rows of that tenant count (SEC-3), so another tenant's calls in a
+	//     run of the same id neither trip the breaker nor can be detected through it.
+	//   - Latest, when p.CallIDBase is not "": the latest row of that derived call id
+	//     (SES-2), of p's tenant, run, step and arguments hash, with call id
+	//     p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded
+	//     (they are recorded under keys of their own). HasLatest is false when there
+	//     is none.
+	// It reads only.
+	InvocationPriorCalls(ctx context.Context, p PriorCallsParams) (PriorCalls, error)
 	// InvocationList lists the rows f selects, in id order (toolrun's approvals queue
 	// and audit view). It reads only.
 	InvocationList(ctx context.Context, f InvocationFilter) ([]*Invocation, error)

@@ -466,12 +466,8 @@ func (f *Store) InvocationListUncertain(ctx context.Context, tenant string) ([]*
 	return f.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (f *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
-	return f.s.InvocationGetLatestGeneration(ctx, p)
-}
-
-func (f *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	return f.s.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
+func (f *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	return f.s.InvocationPriorCalls(ctx, p)
 }
 
 func (f *Store) ApprovalGet(ctx context.Context, key string) (*store.Approval, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolgen/toolgen/runtime/store"
 )
@@ -367,23 +368,25 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, err
 }
 
-func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
-	var g store.Generation
-	var status string
-	err := s.queryRow(ctx, invocationGetLatestGeneration, p.Tenant, p.RunID, p.ArgsHash, p.Step, p.CallIDBase).
-		Scan(&g.ID, &g.CallID, &status, &g.EffectSentAt, &g.EarlierEffectSentAt, &g.UpdatedAt)
+func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	var pc store.PriorCalls
+	var id pgtype.Int8
+	var callID, status pgtype.Text
+	var updated pgtype.Timestamptz
+	g := &pc.Latest
+	err := s.queryRow(ctx, invocationPriorCalls, p.Tenant, p.RunID, p.ArgsHash, p.Step, p.CallIDBase).
+		Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain,
+			&id, &callID, &status, &g.EffectSentAt, &g.EarlierEffectSentAt, &updated)
 	if err != nil {
-		return store.Generation{}, err
+		return store.PriorCalls{}, err
 	}
-	g.Status, g.UpdatedAt = store.Status(status), g.UpdatedAt.UTC()
+	if !id.Valid { // no generation, or none asked for
+		return pc, nil
+	}
+	g.ID, g.CallID, g.Status, g.UpdatedAt = id.Int64, callID.String, store.Status(status.String), updated.Time.UTC()
 	g.EffectSentAt, g.EarlierEffectSentAt = utc(g.EffectSentAt), utc(g.EarlierEffectSentAt)
-	return g, nil
-}
-
-func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	var c store.BreakerCounts
-	err := s.queryRow(ctx, invocationBreakerCounts, tenant, runID, argsHash).Scan(&c.Total, &c.Denied, &c.Uncertain)
-	return c, err
+	pc.HasLatest = true
+	return pc, nil
 }
 
 func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {

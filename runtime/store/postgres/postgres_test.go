@@ -278,8 +278,9 @@ func TestMigration005_KeepsRowsAndOwners(t *testing.T) {
 			t.Errorf("claim of %s by %s after the upgrade: %v, %v; want %v", tc.session, tc.tenant, owned, err, tc.owned)
 		}
 	}
-	if c, err := s.InvocationBreakerCounts(ctx, "a", "r", "h"); err != nil || c.Total != 1 || c.Denied != 1 {
-		t.Errorf("breaker of tenant a after the upgrade: %+v, %v; want its one denial", c, err)
+	if pc, err := s.InvocationPriorCalls(ctx, store.PriorCallsParams{Tenant: "a", RunID: "r", ArgsHash: "h"}); err != nil ||
+		pc.Breaker.Total != 1 || pc.Breaker.Denied != 1 {
+		t.Errorf("breaker of tenant a after the upgrade: %+v, %v; want its one denial", pc, err)
 	}
 }
 

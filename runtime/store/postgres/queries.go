@@ -49,8 +49,7 @@ var (
 	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
 	invocationExistsSQL                 = queries.Get("InvocationExists")
-	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
-	invocationGetLatestGenerationSQL    = queries.Get("InvocationGetLatestGeneration")
+	invocationPriorCallsSQL             = queries.Get("InvocationPriorCalls")
 	approvalDecideSQL                   = queries.Get("ApprovalDecide")
 	approvalExistsSQL                   = queries.Get("ApprovalExists")
 	approvalGetSQL                      = queries.Get("ApprovalGet")
@@ -126,9 +125,8 @@ var (
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
 		"outcome", "with_audit"}, auditParams...)...)
-	invocationGetLatestGeneration = compile(invocationGetLatestGenerationSQL, "tenant", "run_id", "args_hash", "step", "base")
-	invocationExists              = compile(invocationExistsSQL, "id", "tenant")
-	invocationBreakerCounts       = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
+	invocationExists     = compile(invocationExistsSQL, "id", "tenant")
+	invocationPriorCalls = compile(invocationPriorCallsSQL, "tenant", "run_id", "args_hash", "step", "base")
 
 	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
 		"with_audit"}, auditParams...)...)

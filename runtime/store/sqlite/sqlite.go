@@ -36,7 +36,7 @@ type Store struct {
 
 	// The statements every call runs (the record, call identity, the breaker) take
 	// their arguments by position (sqlfile.Positional, prepare).
-	insertArgs, latestGenerationArgs, breakerCountsArgs sqlfile.Positional
+	insertArgs, priorCallsArgs sqlfile.Positional
 
 	records recordQueue // record-once inserts waiting for the relaxed connection (records.go)
 
@@ -66,8 +66,7 @@ type writeStmts struct {
 // readStmts are the statements run on the read pool, prepared once by Open (and by
 // database/sql again on each further reader connection, once).
 type readStmts struct {
-	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, breakerCounts *sql.Stmt
-	latestGeneration                                                                               *sql.Stmt
+	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, priorCalls *sql.Stmt
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
@@ -156,8 +155,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		{s.write, &w.insert, invocationInsertSQL, &s.insertArgs},
 		{s.relaxed, &s.relaxedInsert, invocationInsertSQL, &s.insertArgs},
-		{s.read, &r.breakerCounts, invocationBreakerCountsSQL, &s.breakerCountsArgs},
-		{s.read, &r.latestGeneration, invocationGetLatestGenerationSQL, &s.latestGenerationArgs},
+		{s.read, &r.priorCalls, invocationPriorCallsSQL, &s.priorCallsArgs},
 		{s.write, &w.claim, invocationClaimIfPendingSQL, nil},
 		{s.write, &w.markEffectSent, invocationMarkEffectSentIfLeasedSQL, nil},
 		{s.write, &w.settle, invocationSettleIfLeasedSQL, nil},
@@ -663,42 +661,33 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 	return inv, nil
 }
 
-func (s *Store) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
-	var g store.Generation
+func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	var pc store.PriorCalls
 	ctx, err := pointContext(ctx)
 	if err != nil {
-		return g, err
+		return pc, err
 	}
-	var status string
-	var effect, earlier sql.NullInt64
-	var updated int64
-	args, err := s.latestGenerationArgs.Args(sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
+	args, err := s.priorCallsArgs.Args(sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID),
 		sql.Named("args_hash", p.ArgsHash), sql.Named("step", p.Step), sql.Named("base", p.CallIDBase))
 	if err != nil {
-		return g, err
+		return pc, err
 	}
-	err = s.r.latestGeneration.QueryRowContext(ctx, args...).Scan(&g.ID, &g.CallID, &status, &effect, &earlier, &updated)
+	var id, effect, earlier, updated sql.NullInt64
+	var callID, status sql.NullString
+	err = s.r.priorCalls.QueryRowContext(ctx, args...).Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain,
+		&id, &callID, &status, &effect, &earlier, &updated)
 	if err != nil {
-		return store.Generation{}, notFound(err)
+		return store.PriorCalls{}, err
+	}
+	if !id.Valid { // no generation, or none asked for
+		return pc, nil
 	}
 	var times [2]time.Time
-	g.Status, g.UpdatedAt = store.Status(status), fromMicros(updated)
-	g.EffectSentAt, g.EarlierEffectSentAt = optMicros(effect, &times[0]), optMicros(earlier, &times[1])
-	return g, nil
-}
-
-func (s *Store) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	var c store.BreakerCounts
-	ctx, err := pointContext(ctx)
-	if err != nil {
-		return c, err
-	}
-	args, err := s.breakerCountsArgs.Args(sql.Named("tenant", tenant), sql.Named("run_id", runID), sql.Named("args_hash", argsHash))
-	if err != nil {
-		return c, err
-	}
-	err = s.r.breakerCounts.QueryRowContext(ctx, args...).Scan(&c.Total, &c.Denied, &c.Uncertain)
-	return c, err
+	pc.Latest = store.Generation{ID: id.Int64, CallID: callID.String, Status: store.Status(status.String),
+		UpdatedAt: fromMicros(updated.Int64)}
+	pc.Latest.EffectSentAt, pc.Latest.EarlierEffectSentAt = optMicros(effect, &times[0]), optMicros(earlier, &times[1])
+	pc.HasLatest = true
+	return pc, nil
 }
 
 func (s *Store) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {

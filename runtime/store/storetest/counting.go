@@ -196,19 +196,14 @@ func (c *CountingStore) InvocationListUncertain(ctx context.Context, tenant stri
 	return c.s.InvocationListUncertain(ctx, tenant)
 }
 
-func (c *CountingStore) InvocationGetLatestGeneration(ctx context.Context, p store.GenerationParams) (store.Generation, error) {
-	c.read("InvocationGetLatestGeneration")
-	return c.s.InvocationGetLatestGeneration(ctx, p)
-}
-
 func (c *CountingStore) InvocationResolveUncertain(ctx context.Context, id int64, resolution, by string, outcome json.RawMessage, audit *store.AuditEntry) (*store.Invocation, error) {
 	c.count("InvocationResolveUncertain") // with its audit entry: still one commit
 	return c.s.InvocationResolveUncertain(ctx, id, resolution, by, outcome, audit)
 }
 
-func (c *CountingStore) InvocationBreakerCounts(ctx context.Context, tenant, runID, argsHash string) (store.BreakerCounts, error) {
-	c.read("InvocationBreakerCounts")
-	return c.s.InvocationBreakerCounts(ctx, tenant, runID, argsHash)
+func (c *CountingStore) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	c.read("InvocationPriorCalls")
+	return c.s.InvocationPriorCalls(ctx, p)
 }
 
 func (c *CountingStore) ApprovalDecide(ctx context.Context, a store.Approval, audit *store.AuditEntry) error {

@@ -248,14 +248,10 @@ func testBreakerCountsScopedToTenant(t *testing.T, e *env) {
 	e.insert(t, func(p *row) {
 		p.Tenant, p.RunID, p.ArgsHash, p.Status = "tenant-a", "run-t", "h-t", store.StatusUncertain
 	})
-	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-b", "run-t", "h-t")
-	noErr(t, "breaker", err)
-	if c != (store.BreakerCounts{}) {
+	if c := e.breaker(t, "tenant-b", "run-t", "h-t"); c != (store.BreakerCounts{}) {
 		t.Fatalf("tenant-b's counts %+v include tenant-a's calls in a run of the same id", c)
 	}
-	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-t", "h-t")
-	noErr(t, "breaker", err)
-	if c != (store.BreakerCounts{Total: 3, Denied: 2, Uncertain: true}) {
+	if c := e.breaker(t, "tenant-a", "run-t", "h-t"); c != (store.BreakerCounts{Total: 3, Denied: 2, Uncertain: true}) {
 		t.Fatalf("tenant-a's counts %+v", c)
 	}
 }

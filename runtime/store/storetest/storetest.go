@@ -166,7 +166,7 @@ var tests = []struct {
 	{"ListRetryable_AllowAndApprovedHolds", testListRetryableAllowAndApprovedHolds},
 	{"ListUncertain_TenantFilter_ResolvedLeave", testListUncertainTenantFilter},
 	{"ResolveUncertain_MovesToWhatIsKnown", testResolveUncertainMovesToWhatIsKnown},
-	{"GetLatestGeneration_OnlyThatCallsGenerations", testGetLatestGeneration},
+	{"PriorCalls_LatestGenerationAndCounts", testPriorCallsLatestGeneration},
 	{"ResolveUncertain_Errors", testResolveUncertainErrors},
 	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
 	{"InvocationList_Filters", testInvocationListFilters},
@@ -1447,11 +1447,14 @@ func testListUncertainTenantFilter(t *testing.T, e *env) {
 }
 
 // The generations of a derived call id (SES-2): the latest row of exactly that
-// tenant's run, step, arguments and id base, a refusal row never among them.
-func testGetLatestGeneration(t *testing.T, e *env) {
-	p := store.GenerationParams{Tenant: "tenant-g", RunID: "run-g", Step: 0, ArgsHash: "h-g", CallIDBase: "auto-00ff"}
-	_, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
-	wantErr(t, "no generation yet", err, store.ErrNotFound)
+// tenant's run, step, arguments and id base, a refusal row never among them; read in
+// the one statement that also reads the breaker's counts, which count every identical
+// call of the run whatever its step or call id.
+func testPriorCallsLatestGeneration(t *testing.T, e *env) {
+	p := store.PriorCallsParams{Tenant: "tenant-g", RunID: "run-g", Step: 0, ArgsHash: "h-g", CallIDBase: "auto-00ff"}
+	if got := e.priorCalls(t, p); got.HasLatest || got != (store.PriorCalls{}) {
+		t.Fatalf("no call yet: %+v", got)
+	}
 	gen := func(callID string, mods ...func(*row)) *store.Invocation {
 		return e.insert(t, append([]func(*row){func(ip *row) {
 			ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID, ip.Status = p.Tenant, p.RunID, p.Step, p.ArgsHash, callID, store.StatusSucceeded
@@ -1467,22 +1470,50 @@ func testGetLatestGeneration(t *testing.T, e *env) {
 	gen("auto-00ff-5", func(ip *row) { ip.Step = 1 })             // another step
 	gen("auto-00ff-6", func(ip *row) { ip.ArgsHash = "h-other" }) // other arguments
 	gen("auto-00ff-7", func(ip *row) { ip.RunID = "run-other" })  // another run
-	got, err := e.s.InvocationGetLatestGeneration(e.ctx, p)
-	noErr(t, "latest generation", err)
-	if got.ID != want.ID {
-		t.Fatalf("latest generation: %s (%d), want %s (%d)", got.CallID, got.ID, want.CallID, want.ID)
+	got := e.priorCalls(t, p)
+	if !got.HasLatest || got.Latest.ID != want.ID {
+		t.Fatalf("latest generation: %+v, want %s (%d)", got, want.CallID, want.ID)
 	}
-	sameGeneration(t, got, want)
+	sameGeneration(t, got.Latest, want)
+	// The counts, in the same answer: the base, -2, the refusal, the look-alike and
+	// another step's call are identical calls of the run.
+	if wantCounts := (store.BreakerCounts{Total: 5, Denied: 1}); got.Breaker != wantCounts {
+		t.Fatalf("breaker counts beside the generation: %+v, want %+v", got.Breaker, wantCounts)
+	}
+	// A call that named its call id reads the counts alone.
+	named := p
+	named.CallIDBase = ""
+	if got := e.priorCalls(t, named); got.HasLatest || got.Latest != (store.Generation{}) || got.Breaker.Total != 5 {
+		t.Fatalf("a named call's prior calls: %+v", got)
+	}
 	// A generation with a watermark, the latest now: it carries it.
 	marked := e.runningWithWatermark(t, func(ip *row) {
 		ip.Tenant, ip.RunID, ip.Step, ip.ArgsHash, ip.CallID = p.Tenant, p.RunID, p.Step, p.ArgsHash, "auto-00ff-8"
 	})
-	got, err = e.s.InvocationGetLatestGeneration(e.ctx, p)
-	noErr(t, "latest generation", err)
-	if got.EffectSentAt == nil {
+	got = e.priorCalls(t, p)
+	if !got.HasLatest || got.Latest.EffectSentAt == nil {
 		t.Fatalf("latest generation %+v: no watermark", got)
 	}
-	sameGeneration(t, got, marked)
+	sameGeneration(t, got.Latest, marked)
+}
+
+// priorCalls reads p's prior calls.
+func (e *env) priorCalls(t *testing.T, p store.PriorCallsParams) store.PriorCalls {
+	t.Helper()
+	got, err := e.s.InvocationPriorCalls(e.ctx, p)
+	noErr(t, "prior calls", err)
+	return got
+}
+
+// breaker reads the breaker's counts of a call that named its call id: never a
+// generation.
+func (e *env) breaker(t *testing.T, tenant, runID, argsHash string) store.BreakerCounts {
+	t.Helper()
+	got := e.priorCalls(t, store.PriorCallsParams{Tenant: tenant, RunID: runID, ArgsHash: argsHash})
+	if got.HasLatest {
+		t.Fatalf("prior calls of a named call: %+v", got)
+	}
+	return got.Breaker
 }
 
 // sameGeneration fails unless g has the columns of row inv.
@@ -1514,9 +1545,7 @@ func testResolveUncertainMovesToWhatIsKnown(t *testing.T, e *env) {
 	if err := json.Unmarshal(e.get(t, happened.ID).Outcome, &o); err != nil || o["status"] != "succeeded" {
 		t.Fatalf("stored outcome %v, %v", o, err)
 	}
-	c, err := e.s.InvocationBreakerCounts(e.ctx, happened.Tenant, "run-u", "h-u")
-	noErr(t, "breaker", err)
-	if c.Uncertain {
+	if e.breaker(t, happened.Tenant, "run-u", "h-u").Uncertain {
 		t.Fatal("a call confirmed as happened still trips uncertain_repeat")
 	}
 	_, err = e.s.InvocationResolveUncertain(e.ctx, happened.ID, store.ResolutionDidNotHappen, "dave", nil, nil)
@@ -1565,9 +1594,7 @@ func testBreakerCounts(t *testing.T, e *env) {
 	same := func(status store.Status) func(*row) {
 		return func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-b", status }
 	}
-	c, err := e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
-	noErr(t, "breaker", err)
-	if c != (store.BreakerCounts{}) {
+	if c := e.breaker(t, "tenant-a", "run-b", "h-b"); c != (store.BreakerCounts{}) {
 		t.Fatalf("empty run: %+v", c)
 	}
 	e.insert(t, same(store.StatusDenied))
@@ -1576,15 +1603,11 @@ func testBreakerCounts(t *testing.T, e *env) {
 	e.insert(t, same(store.StatusPending))
 	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-other", "h-b", store.StatusUncertain })
 	e.insert(t, func(p *row) { p.RunID, p.ArgsHash, p.Status = "run-b", "h-other", store.StatusDenied })
-	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
-	noErr(t, "breaker", err)
-	if c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
+	if c := e.breaker(t, "tenant-a", "run-b", "h-b"); c != (store.BreakerCounts{Total: 4, Denied: 2, Uncertain: false}) {
 		t.Fatalf("counts %+v, want total 4, denied 2, no uncertain", c)
 	}
 	e.insert(t, same(store.StatusUncertain))
-	c, err = e.s.InvocationBreakerCounts(e.ctx, "tenant-a", "run-b", "h-b")
-	noErr(t, "breaker", err)
-	if c != (store.BreakerCounts{Total: 5, Denied: 2, Uncertain: true}) {
+	if c := e.breaker(t, "tenant-a", "run-b", "h-b"); c != (store.BreakerCounts{Total: 5, Denied: 2, Uncertain: true}) {
 		t.Fatalf("counts %+v, want total 5, denied 2, uncertain", c)
 	}
 }
@@ -1774,7 +1797,10 @@ func testCountingStoreOneCommitPerWrite(t *testing.T, e *env) {
 		},
 		func() error { _, err := c.InvocationCountUnclaimable(e.ctx, []store.ToolRef{mine}, ""); return err },
 		func() error { _, err := c.InvocationListUncertain(e.ctx, ""); return err },
-		func() error { _, err := c.InvocationBreakerCounts(e.ctx, "tenant-a", "run-1", "hash-1"); return err },
+		func() error {
+			_, err := c.InvocationPriorCalls(e.ctx, store.PriorCallsParams{Tenant: "tenant-a", RunID: "run-1", ArgsHash: "hash-1"})
+			return err
+		},
 		func() error { _, err := c.ApprovalGet(e.ctx, held.Key); return err },
 		func() error { _, err := c.AuditList(e.ctx, "", 0, 0); return err },
 		func() error { _, err := c.CatalogHistoryList(e.ctx, ""); return err },
