@@ -129,9 +129,12 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 	}
 	switch sc.Method {
 	case "InvocationPriorCalls":
+		// The classes' calls name their call ids: the drivers read the counts alone.
 		p := sc.Prior
-		return "invocationPriorCallsSQL", map[string]any{"tenant": p.Tenant, "run_id": p.RunID, "args_hash": p.ArgsHash,
-			"step": p.Step, "base": p.CallIDBase}
+		if p.CallIDBase != "" {
+			panic("bench: the baselines run no derived call id")
+		}
+		return "invocationBreakerCountsSQL", map[string]any{"tenant": p.Tenant, "run_id": p.RunID, "args_hash": p.ArgsHash}
 	case "InvocationGetByKey":
 		return "invocationGetByKeySQL", map[string]any{"key": sc.Key}
 	case "InvocationInsert":

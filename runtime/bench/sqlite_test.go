@@ -91,7 +91,7 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 	tb.Helper()
 	ctx := context.Background()
 	queries := driverQueries(tb, "sqlite",
-		"invocationPriorCallsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
 	settings := driverConsts(tb, "sqlite", "sqlite.go", "connParams", "readers")
 	readers, err := strconv.Atoi(settings["readers"])
@@ -328,10 +328,7 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, args, des
 	case "InvocationPriorCalls":
 		var total, denied int
 		var uncertain bool
-		var id, effect, earlier, updated sql.NullInt64
-		var callID, status sql.NullString
-		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain,
-			&id, &callID, &status, &effect, &earlier, &updated)
+		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain)
 	case "InvocationGetByKey":
 		if err := q.QueryRowContext(ctx, args...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("get by key: %v", err)

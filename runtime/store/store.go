@@ -185,8 +185,9 @@ type PriorCallsParams struct {
 // statement, before it decides anything (steps 4 and 5): the breaker's counter and,
 // for a derived call id, its latest generation. The two are read together because
 // they walk the same index range, (tenant, run_id, args_hash), and every call needs
-// the counter: one statement instead of two is a statement less per call on SQLite and
-// a round trip less on PostgreSQL (issue 20). They are also read at one instant.
+// the counter: for a call whose id was derived, as most MCP clients' calls are, that
+// is a statement less on SQLite and a round trip less on PostgreSQL than reading them
+// apart (issue 20), and the two are read at one instant.
 type PriorCalls struct {
 	Breaker BreakerCounts
 	// Latest is the latest generation of a derived call id when HasLatest; the zero

@@ -370,6 +370,11 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
 	var pc store.PriorCalls
+	if p.CallIDBase == "" { // a named call: the counts alone
+		err := s.queryRow(ctx, invocationBreakerCounts, p.Tenant, p.RunID, p.ArgsHash).
+			Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain)
+		return pc, err
+	}
 	var id pgtype.Int8
 	var callID, status pgtype.Text
 	var updated pgtype.Timestamptz
@@ -380,7 +385,7 @@ func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsPara
 	if err != nil {
 		return store.PriorCalls{}, err
 	}
-	if !id.Valid { // no generation, or none asked for
+	if !id.Valid { // no generation yet
 		return pc, nil
 	}
 	g.ID, g.CallID, g.Status, g.UpdatedAt = id.Int64, callID.String, store.Status(status.String), updated.Time.UTC()

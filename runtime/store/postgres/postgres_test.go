@@ -321,3 +321,6 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 		t.Fatalf("resolve after the upgrade: %+v, %v", got, err)
 	}
 }
+
+// BenchmarkPriorCalls: storetest.BenchPriorCalls on PostgreSQL (TOOLGEN_PG_DSN).
+func BenchmarkPriorCalls(b *testing.B) { storetest.BenchPriorCalls(b, newTestStore(b)) }

@@ -49,6 +49,7 @@ var (
 	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
 	invocationExistsSQL                 = queries.Get("InvocationExists")
+	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
 	invocationPriorCallsSQL             = queries.Get("InvocationPriorCalls")
 	approvalDecideSQL                   = queries.Get("ApprovalDecide")
 	approvalExistsSQL                   = queries.Get("ApprovalExists")
@@ -125,8 +126,9 @@ var (
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
 		"outcome", "with_audit"}, auditParams...)...)
-	invocationExists     = compile(invocationExistsSQL, "id", "tenant")
-	invocationPriorCalls = compile(invocationPriorCallsSQL, "tenant", "run_id", "args_hash", "step", "base")
+	invocationExists        = compile(invocationExistsSQL, "id", "tenant")
+	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
+	invocationPriorCalls    = compile(invocationPriorCallsSQL, "tenant", "run_id", "args_hash", "step", "base")
 
 	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
 		"with_audit"}, auditParams...)...)

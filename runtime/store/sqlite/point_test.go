@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/storetest"
 )
 
 // TestPointWrite_WaitsUnderItsContext pins what a point write does with its context
@@ -111,3 +112,6 @@ func BenchmarkInsertRecordOnce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPriorCalls: storetest.BenchPriorCalls on a SQLite file.
+func BenchmarkPriorCalls(b *testing.B) { storetest.BenchPriorCalls(b, newTestStore(b)) }

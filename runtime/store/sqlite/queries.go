@@ -46,6 +46,7 @@ var (
 	invocationListUncertainSQL          = queries.Get("InvocationListUncertain")
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
 	invocationExistsSQL                 = queries.Get("InvocationExists")
+	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
 	invocationPriorCallsSQL             = queries.Get("InvocationPriorCalls")
 	approvalDecideSQL                   = queries.Get("ApprovalDecide")
 	approvalExistsSQL                   = queries.Get("ApprovalExists")

@@ -234,12 +234,19 @@ RETURNING {{invocationColumns}}
 -- InvocationExists: the row exists (in :tenant, unless NULL).
 SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant))
 
+-- name: InvocationBreakerCounts
+-- InvocationBreakerCounts: the breaker's counts of a call's identical calls in the
+-- run, the prior calls of a call that named its call id (store.BreakerCounts).
+SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0
+FROM tool_invocations
+WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash
+
 -- name: InvocationPriorCalls
--- InvocationPriorCalls: the breaker's counts of a call's identical calls in the run,
--- and, when :base is a derived call id, the latest row of its generations (base,
--- base-1, base-2, ...), refusal rows excluded, NULLs when there is none. Both through
--- the breaker's index; a constant false :base <> '' ends the second before its loop.
--- The columns of store.BreakerCounts, then of store.Generation.
+-- InvocationPriorCalls: the prior calls of a call whose id :base was derived: the
+-- breaker's counts as InvocationBreakerCounts reads them, and the latest row of the
+-- id's generations (base, base-1, base-2, ...), refusal rows excluded, NULLs when
+-- there is none. Both through the breaker's index. The columns of
+-- store.BreakerCounts, then of store.Generation.
 SELECT b.total, b.denied, b.uncertain,
 	g.id, g.call_id, g.status, g.effect_sent_at, g.earlier_effect_sent_at, g.updated_at
 FROM (SELECT count(*) AS total, count(*) FILTER (WHERE status = 'DENIED') AS denied,
@@ -247,7 +254,7 @@ FROM (SELECT count(*) AS total, count(*) FILTER (WHERE status = 'DENIED') AS den
 	FROM tool_invocations
 	WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash) AS b
 LEFT JOIN (SELECT id, call_id, status, effect_sent_at, earlier_effect_sent_at, updated_at FROM tool_invocations
-	WHERE :base <> '' AND tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash AND step_number = :step
+	WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash AND step_number = :step
 		AND (call_id = :base OR substr(call_id, 1, length(:base) + 1) = :base || '-')
 		AND instr(key, ':refused:') = 0
 	ORDER BY id DESC
