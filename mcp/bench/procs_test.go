@@ -107,13 +107,18 @@ const serveReady = "listening "
 const toolrunReady = "toolrun: serving MCP on http://"
 
 // toolrunEnv is toolrun's environment: this one without TOOLRUN_DB (the store is SQLite
-// in the spec root), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set.
+// in the spec root) unless TOOLGEN_BENCH_TOOLRUN_DB names another store (TOOLRUN_DB's
+// forms: a postgres:// URL), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set. A
+// benchmark's own environment never chooses toolrun's store by accident.
 func toolrunEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TOOLRUN_DB=") {
 			env = append(env, kv)
 		}
+	}
+	if db := os.Getenv("TOOLGEN_BENCH_TOOLRUN_DB"); db != "" {
+		env = append(env, "TOOLRUN_DB="+db)
 	}
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		env = append(env, "GOGC="+g)
