@@ -73,7 +73,7 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	}
 	c.breaker = prior.Breaker
 	switch {
-	case !c.Derived:
+	case !c.Derived: // a named call is the call its id names
 	case !prior.HasLatest:
 		c.newGeneration = true
 	case p.sameCall(c, prior.Latest, time.Now()):

@@ -63,8 +63,8 @@
 // scope mcp.bench), and starts `toolrun serve --http 127.0.0.1:0 --dir SPECROOT`, which
 // connects the upstream and keeps its SQLite store in SPECROOT/.toolrun (TOOLRUN_DB is
 // removed from its environment; TOOLGEN_BENCH_TOOLRUN_DB=URL gives toolrun that store
-// instead, e.g. a postgres:// URL whose search_path names an empty schema). This process runs only the two clients, direct and
-// toolgen (there is no pipeline side); the sides, slices, knobs and table are the same,
+// instead, e.g. a postgres:// URL whose search_path names an empty schema). This
+// process runs only the two clients, direct and toolgen (there is no pipeline side); the sides, slices, knobs and table are the same,
 // plus each side's CPU per call of the toolrun and upstream processes (user+system time
 // from /proc/PID/stat, in 10 ms ticks, over the side's slices). The processes get SIGINT
 // at the end, SIGKILL 3 s later. One more knob: TOOLGEN_BENCH_TOOLRUN_GOGC=N sets GOGC in

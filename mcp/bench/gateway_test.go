@@ -244,10 +244,11 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	}
 	root := writeSpecRoot(tb, transport)
 	toolrunArgs := []string{"serve", "--http", "127.0.0.1:0", "--dir", root}
-	cmds := []string{"toolrun: " + shellJoin(append([]string{filepath.Join(bin, "toolrun")}, toolrunArgs...))}
-	if db := os.Getenv("TOOLGEN_BENCH_TOOLRUN_DB"); db != "" {
-		cmds[0] = "toolrun: TOOLRUN_DB=" + shellJoin([]string{db}) + " " + strings.TrimPrefix(cmds[0], "toolrun: ")
+	toolrunCmd := shellJoin(append([]string{filepath.Join(bin, "toolrun")}, toolrunArgs...))
+	if db := toolrunDB(); db != "" {
+		toolrunCmd = "TOOLRUN_DB=" + shellJoin([]string{db}) + " " + toolrunCmd
 	}
+	cmds := []string{"toolrun: " + toolrunCmd}
 
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)

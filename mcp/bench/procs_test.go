@@ -106,6 +106,10 @@ const serveReady = "listening "
 // toolrunReady starts the line `toolrun serve --http` prints once it serves.
 const toolrunReady = "toolrun: serving MCP on http://"
 
+// toolrunDB is TOOLGEN_BENCH_TOOLRUN_DB: the store toolrun is given as TOOLRUN_DB, ""
+// for SQLite in its spec root.
+func toolrunDB() string { return os.Getenv("TOOLGEN_BENCH_TOOLRUN_DB") }
+
 // toolrunEnv is toolrun's environment: this one without TOOLRUN_DB (the store is SQLite
 // in the spec root) unless TOOLGEN_BENCH_TOOLRUN_DB names another store (TOOLRUN_DB's
 // forms: a postgres:// URL), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set. A
@@ -117,7 +121,7 @@ func toolrunEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	if db := os.Getenv("TOOLGEN_BENCH_TOOLRUN_DB"); db != "" {
+	if db := toolrunDB(); db != "" {
 		env = append(env, "TOOLRUN_DB="+db)
 	}
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
