@@ -60,12 +60,19 @@ const DefaultRetryWindow = 10 * time.Minute
 // it, so hosts on one store should agree on the time.
 //
 // The latest generation is read in one statement with the breaker's counter (step
-// 5), which every call needs, named or derived (store.InvocationPriorCalls).
+// 5), which every call needs, named or derived (store.InvocationPriorCalls). So is,
+// for a named call that may be recorded once, whether its key has a row: a named
+// call is the call its id names, so its key is known before the read, and a read
+// call would otherwise look it up apart at step 8 (issue 20).
 func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
 	params := store.PriorCallsParams{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash}
-	if c.Derived {
+	switch {
+	case c.Derived:
 		params.CallIDBase = c.CallID
+	case mayRecordOnce(c.spec):
+		p.stepKey(c)
+		params.Key = c.key
 	}
 	prior, err := p.cfg.Store.InvocationPriorCalls(ctx, params)
 	if err != nil {
@@ -74,12 +81,16 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	c.breaker = prior.Breaker
 	switch {
 	case !c.Derived: // a named call is the call its id names
+		c.keyFree = params.Key != "" && !prior.KeyTaken
 	case !prior.HasLatest:
-		c.newGeneration = true
+		c.keyFree = true
 	case p.sameCall(c, prior.Latest, time.Now()):
 		c.CallID = prior.Latest.CallID
 	default:
-		c.CallID, c.newGeneration = nextGeneration(c.CallID, prior.Latest.CallID), true
+		c.CallID, c.keyFree = nextGeneration(c.CallID, prior.Latest.CallID), true
+	}
+	if c.key == "" {
+		p.stepKey(c)
 	}
 	return nil
 }

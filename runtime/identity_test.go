@@ -55,11 +55,19 @@ func testReadAgainReadsAgain(t *testing.T, st store.Store) {
 	if n := h.counting.Reads("InvocationGetByKey"); n != 0 {
 		t.Fatalf("%d dedupe reads for reads of new generations, want 0", n)
 	}
-	// A client that names its call says it is the same one: that is a retry.
+	// A client that names its call says it is the same one: that is a retry. The
+	// breaker's read said whether its key had a row (PriorCallsParams.Key): the first
+	// call makes no dedupe read, the retry one, and replays.
 	named := h.call("demo.read", "mine", `{"n":1}`)
 	h.exec(named)
+	if n := h.counting.Reads("InvocationGetByKey"); n != 0 {
+		t.Fatalf("%d dedupe reads for a named read of a free key, want 0", n)
+	}
 	if o := h.exec(named); !o.Replayed {
 		t.Fatal("a named call retried was executed again")
+	}
+	if n, runs := h.counting.Reads("InvocationGetByKey"), read.effects.Load(); n != 1 || runs != 4 {
+		t.Fatalf("a named read retried: %d dedupe reads and %d runs, want 1 and 4", n, runs)
 	}
 }
 

@@ -247,12 +247,14 @@ type call struct {
 	onlyBound  bool
 	inv        *store.Invocation
 	recordOnce bool // idempotent none/read: the row is written once, at step 13
-	// newGeneration: stepIdentity derived a call id after the latest row of its
-	// generations (or the first), so a record-once call skips its dedupe read: a row
-	// with that key can only come from a concurrent identical call (or a caller that
-	// named its own call like a generation), and step 13's insert answers with that
-	// record then — the read has run once more, which a read may.
-	newGeneration bool
+	// keyFree: step 4 found no row with the call's key, so a record-once call skips
+	// its dedupe read at step 8. For a derived call id that is a new generation (or
+	// the first); for a named call that may be recorded once, the key read with the
+	// breaker's counter (store.PriorCallsParams.Key). A row with that key can then only
+	// come from a concurrent identical call (or a caller that named its own call like
+	// a generation), and step 13's insert answers with that record — the read has run
+	// once more, which a read may.
+	keyFree bool
 	// breaker is the breaker's counter, read with the call's identity (stepIdentity)
 	// and decided on at step 5.
 	breaker store.BreakerCounts
@@ -332,10 +334,9 @@ func (p *Pipeline) execute(ctx context.Context, in Call) (Outcome, error) {
 	p.after("validate")
 	p.stepLabel(c) // 3
 	p.after("label")
-	if err := p.stepIdentity(ctx, c); err != nil { // 4, the call id, and the breaker's counter
+	if err := p.stepIdentity(ctx, c); err != nil { // 4: the call id, its key, and the breaker's counter
 		return Outcome{}, err
 	}
-	p.stepKey(c) // 4
 	p.after("key")
 	o, stop = p.stepBreaker(c) // 5
 	p.after("breaker")
@@ -450,7 +451,14 @@ func (p *Pipeline) stepLabel(c *call) {
 	}
 }
 
-// stepKey is step 4 (RT-5). The attempt number is never an input.
+// mayRecordOnce reports whether an allowed call of spec is recorded once, after it
+// ran (step 13), instead of before (step 7): an idempotent none or read call.
+func mayRecordOnce(spec *ToolSpec) bool {
+	return spec.Idempotency.RetrySafe() && spec.SideEffect != SideEffectWrite && !spec.Suspends
+}
+
+// stepKey is step 4 (RT-5), once the call id is decided (stepIdentity). The attempt
+// number is never an input.
 func (p *Pipeline) stepKey(c *call) {
 	c.key = IdempotencyKey(KeyInput{
 		Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, CallID: c.CallID,
@@ -615,8 +623,8 @@ func (p *Pipeline) recordedCall(c *call) store.Call {
 // nothing to recover and the caller simply retries. A key that already has a row is
 // step 8: a terminal row's recorded outcome is returned without executing.
 func (p *Pipeline) stepPersist(ctx context.Context, c *call) (Outcome, bool, error) {
-	if c.decision.Verdict == VerdictAllow && c.spec.Idempotency.RetrySafe() && c.spec.SideEffect != SideEffectWrite && !c.spec.Suspends {
-		if c.newGeneration {
+	if c.decision.Verdict == VerdictAllow && mayRecordOnce(c.spec) {
+		if c.keyFree {
 			c.recordOnce = true
 			return Outcome{}, false, nil
 		}

@@ -81,7 +81,7 @@ func (r *recorder) InvocationGet(ctx context.Context, id int64) (*store.Invocati
 // storePlan is what one successful call of each class asks of the store, in order:
 // the statements the baselines run.
 var storePlan = map[string][]string{
-	"read":                {"InvocationPriorCalls", "InvocationGetByKey", "InvocationInsert"},
+	"read":                {"InvocationPriorCalls", "InvocationInsert"},
 	"write-idempotent":    {"InvocationPriorCalls", "InvocationInsert", "InvocationSettleIfLeased"},
 	"write-nonidempotent": {"InvocationPriorCalls", "InvocationInsert", "InvocationMarkEffectSentIfLeased", "InvocationSettleIfLeased"},
 }
@@ -113,6 +113,18 @@ func capture(tb testing.TB, c Class) []storeCall {
 	return rec.calls
 }
 
+// recordOf is the insert among calls: the row a class's call records.
+func recordOf(tb testing.TB, calls []storeCall) store.InsertParams {
+	tb.Helper()
+	for _, sc := range calls {
+		if sc.Method == "InvocationInsert" {
+			return sc.Insert
+		}
+	}
+	tb.Fatal("bench: the call recorded no row")
+	return store.InsertParams{}
+}
+
 // namedArgs are the named parameters a driver binds for sc, and the name of the SQL
 // constant it runs, as runtime/store/{postgres,sqlite} build them (the same names on
 // both; idempotent_when and the JSON columns bind as the drivers bind them).
@@ -129,10 +141,15 @@ func namedArgs(sc storeCall) (sqlConst string, args map[string]any) {
 	}
 	switch sc.Method {
 	case "InvocationPriorCalls":
-		// The classes' calls name their call ids: the drivers read the counts alone.
+		// The classes' calls name their call ids: the drivers read the counts, and a
+		// read's key with them.
 		p := sc.Prior
 		if p.CallIDBase != "" {
 			panic("bench: the baselines run no derived call id")
+		}
+		if p.Key != "" {
+			return "invocationBreakerCountsAndKeySQL", map[string]any{"tenant": p.Tenant, "run_id": p.RunID,
+				"args_hash": p.ArgsHash, "key": p.Key}
 		}
 		return "invocationBreakerCountsSQL", map[string]any{"tenant": p.Tenant, "run_id": p.RunID, "args_hash": p.ArgsHash}
 	case "InvocationGetByKey":

@@ -137,10 +137,16 @@ func (m *MemStore) InvocationSettleIfLeased(_ context.Context, f store.Fence, s 
 	return nil
 }
 
-// InvocationPriorCalls finds none: the breaker never refuses, and every derived call
-// is its first.
-func (m *MemStore) InvocationPriorCalls(context.Context, store.PriorCallsParams) (store.PriorCalls, error) {
-	return store.PriorCalls{}, nil
+// InvocationPriorCalls counts nothing, so the breaker never refuses, and every derived
+// call is its first; a named call's key is looked up as the drivers do.
+func (m *MemStore) InvocationPriorCalls(_ context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
+	if err := p.Validate(); err != nil {
+		return store.PriorCalls{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, taken := m.byKey[p.Key]
+	return store.PriorCalls{KeyTaken: p.Key != "" && taken}, nil
 }
 
 func (m *MemStore) InvocationGetByResumeToken(context.Context, string) (*store.Invocation, error) {

@@ -100,7 +100,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	})
 	b.Run("store-only/read", func(b *testing.B) {
 		calls := capture(b, Classes[0])
-		params := calls[2].Insert
+		params := recordOf(b, calls)
 		keys := callIDs(b.N)
 		for i := range keys {
 			keys[i] = runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "r1", Step: 1, CallID: keys[i], Tool: params.Tool, ToolVersion: 1})
@@ -109,11 +109,8 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := st.InvocationPriorCalls(ctx, store.PriorCallsParams{Tenant: params.Tenant, RunID: params.RunID,
-				Step: params.Step, ArgsHash: params.ArgsHash}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := st.InvocationGetByKey(ctx, keys[i]); err != store.ErrNotFound {
+			if pc, err := st.InvocationPriorCalls(ctx, store.PriorCallsParams{Tenant: params.Tenant, RunID: params.RunID,
+				Step: params.Step, ArgsHash: params.ArgsHash, Key: keys[i]}); err != nil || pc.KeyTaken {
 				b.Fatal(err)
 			}
 			p := params

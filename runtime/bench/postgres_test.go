@@ -58,7 +58,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
 	queries := driverQueries(b, "postgres",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
 	_, schema := pgtest.Open(b) // the schema, migrated; dropped when the benchmark ends
 	acfg, err := pgx.ParseConfig(dsn)
@@ -72,7 +72,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	}
 	defer admin.Close(ctx)
 	reads := capture(b, Classes[0])
-	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, reads[2].Insert.Settlement().Outcome); err != nil {
+	if _, err := admin.Exec(ctx, pgPreloadSQL, preloadRows, recordOf(b, reads).Settlement().Outcome); err != nil {
 		b.Fatalf("preload: %v", err)
 	}
 	dir := b.TempDir()
@@ -319,8 +319,12 @@ func (r *rawPG) run(ctx context.Context, pool *pgxpool.Pool, callers int, d time
 			switch sc.Method {
 			case "InvocationPriorCalls":
 				var total, denied int64
-				var uncertain bool
-				if err := pool.QueryRow(ctx, r.sqls[j], args...).Scan(&total, &denied, &uncertain); err != nil {
+				var uncertain, keyTaken bool
+				dest := []any{&total, &denied, &uncertain, &keyTaken}
+				if sc.Prior.Key == "" {
+					dest = dest[:3]
+				}
+				if err := pool.QueryRow(ctx, r.sqls[j], args...).Scan(dest...); err != nil {
 					return err
 				}
 			case "InvocationGetByKey", "InvocationInsert":

@@ -59,7 +59,7 @@ func TestPostgresCallsSmoke(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
 	queries := driverQueries(t, "postgres",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
 	_, schema := pgtest.Open(t)
 	st, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema), postgres.WithMaxConns(2))

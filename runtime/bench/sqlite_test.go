@@ -91,7 +91,7 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 	tb.Helper()
 	ctx := context.Background()
 	queries := driverQueries(tb, "sqlite",
-		"invocationBreakerCountsSQL", "invocationGetByKeySQL", "invocationInsertSQL",
+		"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
 		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL", "nowMicros")
 	settings := driverConsts(tb, "sqlite", "sqlite.go", "connParams", "readers")
 	readers, err := strconv.Atoi(settings["readers"])
@@ -124,7 +124,7 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 
 	reads := capture(tb, Classes[0])
 	if _, err := write.ExecContext(ctx, fmt.Sprintf(sqlitePreloadSQL, queries["nowMicros"]),
-		preload, string(reads[2].Insert.Settlement().Outcome)); err != nil {
+		preload, string(recordOf(tb, reads).Settlement().Outcome)); err != nil {
 		tb.Fatalf("preload: %v", err)
 	}
 	p, err := NewPipeline(st)
@@ -327,7 +327,10 @@ func (r *rawSQLite) exec(ctx context.Context, sc storeCall, q queryer, args, des
 	switch sc.Method {
 	case "InvocationPriorCalls":
 		var total, denied int
-		var uncertain bool
+		var uncertain, keyTaken bool
+		if sc.Prior.Key != "" {
+			return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain, &keyTaken)
+		}
 		return q.QueryRowContext(ctx, args...).Scan(&total, &denied, &uncertain)
 	case "InvocationGetByKey":
 		if err := q.QueryRowContext(ctx, args...).Scan(dest...); !errors.Is(err, sql.ErrNoRows) {

@@ -174,11 +174,17 @@ type Generation struct {
 // PriorCallsParams selects what one call reads of the calls recorded before it
 // (Invocations.InvocationPriorCalls): its tenant's run, step and arguments hash, and
 // CallIDBase, the call id when it was derived (SES-2), "" when the caller named it.
+//
+// Key is for a named call only: its idempotency key, when the call may be recorded
+// once (a read, InsertRecordOnce) and so would otherwise read that key apart before
+// it runs. A derived call's key is not known before its generation is decided, so
+// Key and CallIDBase are never both set (ErrInvalid).
 type PriorCallsParams struct {
 	Tenant, RunID string
 	Step          int
 	ArgsHash      string
 	CallIDBase    string
+	Key           string
 }
 
 // PriorCalls is what the pipeline reads of the calls before one call, in one
@@ -194,6 +200,11 @@ type PriorCalls struct {
 	// Generation when there is none yet or the call id was not derived.
 	Latest    Generation
 	HasLatest bool
+	// KeyTaken reports whether a row with PriorCallsParams.Key exists, whatever its
+	// status: false when Key is "". It is read with the counter, at step 4; a row
+	// recorded with that key afterwards is met by the insert (ON CONFLICT), as one
+	// recorded while the call ran always was.
+	KeyTaken bool
 }
 
 // Claimable says whose rows a recovery operation (the sweep, the retryable list) may
@@ -625,7 +636,8 @@ type Invocations interface {
 	//     p.CallIDBase or p.CallIDBase-N (a later generation), refusal rows excluded
 	//     (they are recorded under keys of their own). HasLatest is false when there
 	//     is none.
-	// It reads only.
+	//   - KeyTaken, when p.Key is not "": whether any row has that key.
+	// ErrInvalid when p sets both CallIDBase and Key. It reads only.
 	InvocationPriorCalls(ctx context.Context, p PriorCallsParams) (PriorCalls, error)
 	// InvocationList lists the rows f selects, in id order (toolrun's approvals queue
 	// and audit view). It reads only.
@@ -751,4 +763,13 @@ type Store interface {
 	DeploymentSecrets
 
 	Close() error
+}
+
+// Validate reports whether p selects one kind of call (ErrInvalid if not): a derived
+// call id's key is decided from what the read returns, so it cannot be read with it.
+func (p PriorCallsParams) Validate() error {
+	if p.CallIDBase != "" && p.Key != "" {
+		return fmt.Errorf("%w: prior calls of a derived call id (%q) take no key", ErrInvalid, p.CallIDBase)
+	}
+	return nil
 }

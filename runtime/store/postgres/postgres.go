@@ -370,7 +370,15 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
 	var pc store.PriorCalls
-	if p.CallIDBase == "" { // a named call: the counts alone
+	if err := p.Validate(); err != nil {
+		return pc, err
+	}
+	switch {
+	case p.Key != "": // a named read: the counts and its key
+		err := s.queryRow(ctx, invocationBreakerCountsAndKey, p.Tenant, p.RunID, p.ArgsHash, p.Key).
+			Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain, &pc.KeyTaken)
+		return pc, err
+	case p.CallIDBase == "": // another named call: the counts alone
 		err := s.queryRow(ctx, invocationBreakerCounts, p.Tenant, p.RunID, p.ArgsHash).
 			Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain)
 		return pc, err

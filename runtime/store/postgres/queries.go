@@ -50,6 +50,7 @@ var (
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
 	invocationExistsSQL                 = queries.Get("InvocationExists")
 	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
+	invocationBreakerCountsAndKeySQL    = queries.Get("InvocationBreakerCountsAndKey")
 	invocationPriorCallsSQL             = queries.Get("InvocationPriorCalls")
 	approvalDecideSQL                   = queries.Get("ApprovalDecide")
 	approvalExistsSQL                   = queries.Get("ApprovalExists")
@@ -126,9 +127,10 @@ var (
 	invocationListUncertain    = compile(invocationListUncertainSQL, "tenant")
 	invocationResolveUncertain = compile(invocationResolveUncertainSQL, append([]string{"id", "resolution", "resolved_by",
 		"outcome", "with_audit"}, auditParams...)...)
-	invocationExists        = compile(invocationExistsSQL, "id", "tenant")
-	invocationBreakerCounts = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
-	invocationPriorCalls    = compile(invocationPriorCallsSQL, "tenant", "run_id", "args_hash", "step", "base")
+	invocationExists              = compile(invocationExistsSQL, "id", "tenant")
+	invocationBreakerCounts       = compile(invocationBreakerCountsSQL, "tenant", "run_id", "args_hash")
+	invocationBreakerCountsAndKey = compile(invocationBreakerCountsAndKeySQL, "tenant", "run_id", "args_hash", "key")
+	invocationPriorCalls          = compile(invocationPriorCallsSQL, "tenant", "run_id", "args_hash", "step", "base")
 
 	approvalDecide = compile(approvalDecideSQL, append([]string{"key", "tenant", "approved", "decided_by", "reason",
 		"with_audit"}, auditParams...)...)

@@ -47,6 +47,7 @@ var (
 	invocationResolveUncertainSQL       = queries.Get("InvocationResolveUncertain")
 	invocationExistsSQL                 = queries.Get("InvocationExists")
 	invocationBreakerCountsSQL          = queries.Get("InvocationBreakerCounts")
+	invocationBreakerCountsAndKeySQL    = queries.Get("InvocationBreakerCountsAndKey")
 	invocationPriorCallsSQL             = queries.Get("InvocationPriorCalls")
 	approvalDecideSQL                   = queries.Get("ApprovalDecide")
 	approvalExistsSQL                   = queries.Get("ApprovalExists")

@@ -36,7 +36,7 @@ type Store struct {
 
 	// The statements every call runs (the record, call identity, the breaker) take
 	// their arguments by position (sqlfile.Positional, prepare).
-	insertArgs, breakerCountsArgs, priorCallsArgs sqlfile.Positional
+	insertArgs, breakerCountsArgs, breakerCountsAndKeyArgs, priorCallsArgs sqlfile.Positional
 
 	records recordQueue // record-once inserts waiting for the relaxed connection (records.go)
 
@@ -66,7 +66,7 @@ type writeStmts struct {
 // readStmts are the statements run on the read pool, prepared once by Open (and by
 // database/sql again on each further reader connection, once).
 type readStmts struct {
-	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, breakerCounts, priorCalls *sql.Stmt
+	get, getByKey, getByResumeToken, listRetryable, countUnclaimable, listUncertain, breakerCounts, breakerCountsAndKey, priorCalls *sql.Stmt
 	// the lost-ack and error checks after a fenced autocommit write matched nothing
 	fenceHolds, settledByFence, releasedAt, suspendedByFence *sql.Stmt
 	approvalGet, auditList, catalogList                      *sql.Stmt
@@ -156,6 +156,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.insert, invocationInsertSQL, &s.insertArgs},
 		{s.relaxed, &s.relaxedInsert, invocationInsertSQL, &s.insertArgs},
 		{s.read, &r.breakerCounts, invocationBreakerCountsSQL, &s.breakerCountsArgs},
+		{s.read, &r.breakerCountsAndKey, invocationBreakerCountsAndKeySQL, &s.breakerCountsAndKeyArgs},
 		{s.read, &r.priorCalls, invocationPriorCallsSQL, &s.priorCallsArgs},
 		{s.write, &w.claim, invocationClaimIfPendingSQL, nil},
 		{s.write, &w.markEffectSent, invocationMarkEffectSentIfLeasedSQL, nil},
@@ -664,12 +665,24 @@ func (s *Store) InvocationResolveUncertain(ctx context.Context, id int64, resolu
 
 func (s *Store) InvocationPriorCalls(ctx context.Context, p store.PriorCallsParams) (store.PriorCalls, error) {
 	var pc store.PriorCalls
+	if err := p.Validate(); err != nil {
+		return pc, err
+	}
 	ctx, err := pointContext(ctx)
 	if err != nil {
 		return pc, err
 	}
 	tenant, runID, argsHash := sql.Named("tenant", p.Tenant), sql.Named("run_id", p.RunID), sql.Named("args_hash", p.ArgsHash)
-	if p.CallIDBase == "" { // a named call: the counts alone, six columns and eight bindings fewer
+	switch {
+	case p.Key != "": // a named read: the counts and its key
+		args, err := s.breakerCountsAndKeyArgs.Args(tenant, runID, argsHash, sql.Named("key", p.Key))
+		if err != nil {
+			return pc, err
+		}
+		err = s.r.breakerCountsAndKey.QueryRowContext(ctx, args...).
+			Scan(&pc.Breaker.Total, &pc.Breaker.Denied, &pc.Breaker.Uncertain, &pc.KeyTaken)
+		return pc, err
+	case p.CallIDBase == "": // another named call: the counts alone, six columns and eight bindings fewer
 		args, err := s.breakerCountsArgs.Args(tenant, runID, argsHash)
 		if err != nil {
 			return pc, err

@@ -167,6 +167,7 @@ var tests = []struct {
 	{"ListUncertain_TenantFilter_ResolvedLeave", testListUncertainTenantFilter},
 	{"ResolveUncertain_MovesToWhatIsKnown", testResolveUncertainMovesToWhatIsKnown},
 	{"PriorCalls_LatestGenerationAndCounts", testPriorCallsLatestGeneration},
+	{"PriorCalls_KeyOfANamedCall", testPriorCallsKey},
 	{"ResolveUncertain_Errors", testResolveUncertainErrors},
 	{"BreakerCounts_IdenticalCallsOfRun", testBreakerCounts},
 	{"InvocationList_Filters", testInvocationListFilters},
@@ -1495,6 +1496,45 @@ func testPriorCallsLatestGeneration(t *testing.T, e *env) {
 		t.Fatalf("latest generation %+v: no watermark", got)
 	}
 	sameGeneration(t, got.Latest, marked)
+}
+
+// The key of a named call that may be recorded once (a read): whether any row has it,
+// whatever its status or tenant's run, in the one statement that reads the breaker's
+// counts; never with a derived call id, whose key the read decides.
+func testPriorCallsKey(t *testing.T, e *env) {
+	p := store.PriorCallsParams{Tenant: "tenant-k", RunID: "run-k", ArgsHash: "h-k", Key: "key-named-read"}
+	if got := e.priorCalls(t, p); got != (store.PriorCalls{}) {
+		t.Fatalf("no call yet: %+v", got)
+	}
+	same := func(ip *row) { ip.Tenant, ip.RunID, ip.ArgsHash = p.Tenant, p.RunID, p.ArgsHash }
+	e.insert(t, same, func(ip *row) { ip.CallID, ip.Status = "other-call", store.StatusSucceeded })
+	e.insert(t, func(ip *row) { ip.Key = p.Key + "x" }) // a key that merely starts alike
+	if got := e.priorCalls(t, p); got.KeyTaken || got.Breaker.Total != 1 || got.HasLatest {
+		t.Fatalf("an identical call under another key: %+v, want the key free and one call counted", got)
+	}
+	// Any row with the key takes it, held or settled: the pipeline reads that row
+	// whole before it decides (dedupe).
+	for _, st := range []store.Status{store.StatusPending, store.StatusSucceeded} {
+		key := p.Key + "-" + string(st)
+		e.insert(t, func(ip *row) { ip.Key, ip.Status, ip.Tenant, ip.RunID = key, st, "tenant-other", "run-other" })
+		q := p
+		q.Key = key
+		if got := e.priorCalls(t, q); !got.KeyTaken || got.Breaker.Total != 1 {
+			t.Fatalf("a %s row with the key: %+v, want it taken and the counts of p's run", st, got)
+		}
+	}
+	// Without a key (a write, or a named call of a tool never recorded once), the
+	// counts alone.
+	q := p
+	q.Key = ""
+	if got := e.priorCalls(t, q); got.KeyTaken || got.Breaker.Total != 1 {
+		t.Fatalf("no key: %+v", got)
+	}
+	q = p
+	q.CallIDBase = "auto-00aa"
+	if _, err := e.s.InvocationPriorCalls(e.ctx, q); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a key with a derived call id: %v, want ErrInvalid", err)
+	}
 }
 
 // priorCalls reads p's prior calls.

@@ -241,6 +241,15 @@ SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHE
 FROM tool_invocations
 WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash
 
+-- name: InvocationBreakerCountsAndKey
+-- InvocationBreakerCountsAndKey: the counts of InvocationBreakerCounts, and whether a
+-- row has the key :key: the prior calls of a named call that may be recorded once
+-- (a read), which would otherwise read its key apart before it runs (issue 20).
+SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0,
+	EXISTS (SELECT 1 FROM tool_invocations WHERE key = :key)
+FROM tool_invocations
+WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash
+
 -- name: InvocationPriorCalls
 -- InvocationPriorCalls: the prior calls of a call whose id :base was derived: the
 -- breaker's counts as InvocationBreakerCounts reads them, and the latest row of the
