@@ -189,11 +189,13 @@ type PriorCallsParams struct {
 
 // PriorCalls is what the pipeline reads of the calls before one call, in one
 // statement, before it decides anything (steps 4 and 5): the breaker's counter and,
-// for a derived call id, its latest generation. The two are read together because
-// they walk the same index range, (tenant, run_id, args_hash), and every call needs
-// the counter: for a call whose id was derived, as most MCP clients' calls are, that
-// is a statement less on SQLite and a round trip less on PostgreSQL than reading them
-// apart (issue 20), and the two are read at one instant.
+// for a derived call id, its latest generation, or for a named read, whether its key
+// is taken. The counter and the generation are read together because they walk the
+// same index range, (tenant, run_id, args_hash), and every call needs the counter:
+// for a call whose id was derived, as most MCP clients' calls are, that is a
+// statement less on SQLite and a round trip less on PostgreSQL than reading them
+// apart (issue 20), and the two are read at one instant; the key is a probe of its
+// unique index in the same statement, for the same reason.
 type PriorCalls struct {
 	Breaker BreakerCounts
 	// Latest is the latest generation of a derived call id when HasLatest; the zero
