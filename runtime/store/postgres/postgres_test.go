@@ -324,3 +324,6 @@ func TestMigration008_RefusalsLeaveTheirKeys(t *testing.T) {
 
 // BenchmarkPriorCalls: storetest.BenchPriorCalls on PostgreSQL (TOOLGEN_PG_DSN).
 func BenchmarkPriorCalls(b *testing.B) { storetest.BenchPriorCalls(b, newTestStore(b)) }
+
+// BenchmarkInsert: storetest.BenchInsert on PostgreSQL (TOOLGEN_PG_DSN).
+func BenchmarkInsert(b *testing.B) { storetest.BenchInsert(b, newTestStore(b)) }

@@ -115,3 +115,6 @@ func BenchmarkInsertRecordOnce(b *testing.B) {
 
 // BenchmarkPriorCalls: storetest.BenchPriorCalls on a SQLite file.
 func BenchmarkPriorCalls(b *testing.B) { storetest.BenchPriorCalls(b, newTestStore(b)) }
+
+// BenchmarkInsert: storetest.BenchInsert on SQLite.
+func BenchmarkInsert(b *testing.B) { storetest.BenchInsert(b, newTestStore(b)) }

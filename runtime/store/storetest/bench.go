@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/toolgen/toolgen/runtime/store"
@@ -47,6 +49,40 @@ func BenchPriorCalls(b *testing.B, s store.Store) {
 			for b.Loop() {
 				if _, err := s.InvocationPriorCalls(ctx, p); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchInsert measures InvocationInsert on s, the write every call makes once: a
+// RUNNING row (a write call's step 7) and a record-once row (a read call's step 13,
+// with an outcome of a few hundred bytes), each under a fresh key.
+//
+//	go test -run XXX -bench BenchmarkInsert ./runtime/store/postgres/
+func BenchInsert(b *testing.B, s store.Store) {
+	b.Helper()
+	ctx := context.Background()
+	outcome := []byte(`{"status":"succeeded","call_id":"c","content":[{"type":"text","text":"` +
+		strings.Repeat("x", 300) + `"}]}`)
+	for _, c := range []struct {
+		name string
+		mod  func(*row)
+	}{
+		{"running", running("worker-bench", longLease)},
+		{"record-once", func(r *row) {
+			r.Status, r.Relaxed, r.Idempotency = store.StatusSucceeded, true, store.IdempotencyIdempotent
+			r.Outcome = json.RawMessage(outcome)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				p := params(c.mod, func(r *row) { r.Key = c.name + "-" + strconv.Itoa(i) + "-" + randomHex(4) })
+				if _, inserted, err := s.InvocationInsert(ctx, p); err != nil || !inserted {
+					b.Fatal(inserted, err)
 				}
 			}
 		})
