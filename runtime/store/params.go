@@ -121,6 +121,35 @@ func (p InsertParams) Settlement() Settlement { return p.settled }
 // ([InsertRecordOnce]).
 func (p InsertParams) Relaxed() bool { return p.relaxed }
 
+// Row is the row p inserts but for what the database chooses — ID, LeaseExpiresAt,
+// CreatedAt and UpdatedAt, which the drivers' insert returns — with copies of p's
+// JSON, so that a driver answers an insert without reading back the columns it
+// wrote (issue 20); the conformance suite holds the answer to a read of the row
+// (Insert_ReturnsTheRowAsRead). Empty JSON is NULL (nil), as a column holds it.
+func (p InsertParams) Row() *Invocation {
+	inv := &Invocation{
+		Key: p.Key, Tenant: p.Tenant, Principal: p.Principal, SessionID: p.SessionID, RunID: p.RunID,
+		Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion, ToolSHA256: p.ToolSHA256,
+		Idempotency: p.Idempotency, Args: cloneJSON(p.Args), ArgsHash: p.ArgsHash,
+		OriginTrust: p.OriginTrust, ArgumentTrust: p.ArgumentTrust, Mode: p.Mode, Decision: p.Decision,
+		Status: p.status, ReasonCode: p.settled.ReasonCode, Outcome: cloneJSON(p.settled.Outcome),
+		LeaseOwner: p.owner, Attempt: p.Attempt(), Workspace: p.Workspace,
+	}
+	if p.IdempotentWhen != nil {
+		held := *p.IdempotentWhen
+		inv.IdempotentWhen = &held
+	}
+	return inv
+}
+
+// cloneJSON is a copy of raw, nil when it is empty.
+func cloneJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return append(json.RawMessage(nil), raw...)
+}
+
 // Validate reports whether p describes a valid insert (ErrInvalid if not). Drivers
 // call it before writing, so every driver refuses the same parameters.
 func (p InsertParams) Validate() error {

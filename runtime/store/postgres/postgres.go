@@ -178,7 +178,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 		owner, leaseUS = o, lease.Microseconds()
 	}
 	settled := p.Settlement()
-	inv, err := s.invocation(ctx, invocationInsert, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
+	inv, err := s.inserted(ctx, p, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
 		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
 		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status()), settled.ReasonCode, nullJSON(settled.Outcome),
 		owner, leaseUS, p.Attempt(), p.Workspace)
@@ -189,6 +189,35 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	// commit): return that row, written by nobody here.
 	inv, err = s.InvocationGetByKey(ctx, p.Key)
 	return inv, false, err
+}
+
+// inserted runs InvocationInsert's statement and returns the row it wrote: what the
+// statement returns (the id and the times the database chose) and the rest as p
+// inserted it (p.Row), not the 40 columns read back; ErrNotFound when the key was
+// taken.
+func (s *Store) inserted(ctx context.Context, p store.InsertParams, args ...any) (*store.Invocation, error) {
+	rows, err := s.pool.Query(ctx, invocationInsert.sql, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var inv *store.Invocation
+	if rows.Next() {
+		r := rowReader{m: rows.Conn().TypeMap(), fds: rows.FieldDescriptions(), vals: rows.RawValues()}
+		inv = p.Row()
+		inv.ID, inv.LeaseExpiresAt, inv.CreatedAt, inv.UpdatedAt = r.integer(), r.nullTimestamp(), r.timestamp(), r.timestamp()
+		if err := r.done(); err != nil {
+			return nil, err
+		}
+	}
+	rows.Close() // a write's errors (a unique violation) come with its completion
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if inv == nil {
+		return nil, store.ErrNotFound
+	}
+	return inv, nil
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

@@ -338,40 +338,18 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 }
 
 // scanInserted is the row InvocationInsert wrote: what the statement returns (the
-// id and the times the database chose) and the rest as p inserted it, as the
-// conformance suite holds (a read of the row returns the same).
+// id and the times the database chose) and the rest as p inserted it (p.Row).
 func scanInserted(p store.InsertParams, row rowScanner) (*store.Invocation, error) {
 	var leaseExp sql.NullInt64
 	var created, updated int64
-	inv := &store.Invocation{
-		Key: p.Key, Tenant: p.Tenant, Principal: p.Principal, SessionID: p.SessionID, RunID: p.RunID,
-		Step: p.Step, CallID: p.CallID, Tool: p.Tool, ToolVersion: p.ToolVersion, ToolSHA256: p.ToolSHA256,
-		Idempotency: p.Idempotency, Args: nonEmpty(p.Args), ArgsHash: p.ArgsHash,
-		OriginTrust: p.OriginTrust, ArgumentTrust: p.ArgumentTrust, Mode: p.Mode, Decision: p.Decision,
-		Status: p.Status(), Attempt: p.Attempt(), Workspace: p.Workspace,
-	}
+	inv := p.Row()
 	if err := row.Scan(&inv.ID, &leaseExp, &created, &updated); err != nil {
 		return nil, notFound(err)
 	}
-	if p.IdempotentWhen != nil {
-		held := *p.IdempotentWhen
-		inv.IdempotentWhen = &held
-	}
-	settled := p.Settlement()
-	inv.ReasonCode, inv.Outcome = settled.ReasonCode, nonEmpty(settled.Outcome)
-	inv.LeaseOwner, _ = p.Lease()
 	var t time.Time
 	inv.LeaseExpiresAt = optMicros(leaseExp, &t)
 	inv.CreatedAt, inv.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return inv, nil
-}
-
-// nonEmpty is raw as a column holds it: NULL (nil) when empty (nullJSON), else a copy.
-func nonEmpty(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	return slices.Clone(raw)
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

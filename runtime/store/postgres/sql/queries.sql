@@ -48,7 +48,7 @@ VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id,
 	@tool_sha256, @idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
 	@outcome, @lease_owner, {{leaseEnd}}, @attempt, now(), now(), @workspace)
 ON CONFLICT (key) DO NOTHING
-RETURNING {{invocationColumns}}
+RETURNING id, lease_expires_at, created_at, updated_at
 
 -- name: InvocationGet
 SELECT {{invocationColumns}} FROM tool_invocations WHERE id = @id
