@@ -132,12 +132,13 @@ func (t *remoteTool) Execute(ctx context.Context, tc *runtime.ExecContext, args 
 		}
 		t.up.askLogsOf(params)
 	}
-	// Marshal first: nothing that can fail before the request is written may come after
-	// the watermark (the SDK marshals again; arguments are small, validated JSON).
-	if _, err := json.Marshal(params); err != nil {
-		return runtime.ToolResult{}, fmt.Errorf("%s: encode tools/call: %w", t.spec.Name, err)
-	}
 	if t.spec.Idempotency.NeedsWatermark() {
+		// Marshal first: nothing that can fail before the request is written may come
+		// after the watermark (the SDK marshals again; arguments are small, validated
+		// JSON). A call with no watermark lets the SDK's one marshal fail it.
+		if _, err := json.Marshal(params); err != nil {
+			return runtime.ToolResult{}, fmt.Errorf("%s: encode tools/call: %w", t.spec.Name, err)
+		}
 		if err := tc.MarkEffectSent(ctx); err != nil {
 			return runtime.ToolResult{}, err
 		}
