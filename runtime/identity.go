@@ -67,12 +67,13 @@ const DefaultRetryWindow = 10 * time.Minute
 func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
 	params := store.PriorCallsParams{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash}
-	switch {
-	case c.Derived:
+	if c.Derived {
 		params.CallIDBase = c.CallID
-	case mayRecordOnce(c.spec):
+	} else { // a named call's id, and so its key, is decided already
 		p.stepKey(c)
-		params.Key = c.key
+		if mayRecordOnce(c.spec) {
+			params.Key = c.key
+		}
 	}
 	prior, err := p.cfg.Store.InvocationPriorCalls(ctx, params)
 	if err != nil {
@@ -89,7 +90,7 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	default:
 		c.CallID, c.keyFree = nextGeneration(c.CallID, prior.Latest.CallID), true
 	}
-	if c.key == "" {
+	if c.Derived {
 		p.stepKey(c)
 	}
 	return nil

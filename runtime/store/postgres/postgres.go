@@ -133,7 +133,11 @@ func (s *Store) exists(ctx context.Context, q query, args ...any) (bool, error) 
 
 // invocation runs a statement returning at most one invocation: ErrNotFound if none.
 func (s *Store) invocation(ctx context.Context, q query, args ...any) (*store.Invocation, error) {
-	invs, err := s.invocations(ctx, q, args...)
+	return first(s.invocations(ctx, q, args...))
+}
+
+// first is the first of invs: ErrNotFound if there is none.
+func first(invs []*store.Invocation, err error) (*store.Invocation, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +149,12 @@ func (s *Store) invocation(ctx context.Context, q query, args ...any) (*store.In
 
 // invocations runs a statement returning invocations (invocationColumns), in id order.
 func (s *Store) invocations(ctx context.Context, q query, args ...any) ([]*store.Invocation, error) {
+	return s.decodedInvocations(ctx, q, decodeInvocation, args...)
+}
+
+// decodedInvocations runs a statement returning invocations that decode reads, in id
+// order.
+func (s *Store) decodedInvocations(ctx context.Context, q query, decode func(pgx.Rows) (*store.Invocation, error), args ...any) ([]*store.Invocation, error) {
 	rows, err := s.pool.Query(ctx, q.sql, args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -152,7 +162,7 @@ func (s *Store) invocations(ctx context.Context, q query, args ...any) ([]*store
 	defer rows.Close()
 	var out []*store.Invocation
 	for rows.Next() {
-		inv, err := decodeInvocation(rows)
+		inv, err := decode(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -196,28 +206,12 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 // inserted it (p.Row), not the 40 columns read back; ErrNotFound when the key was
 // taken.
 func (s *Store) inserted(ctx context.Context, p store.InsertParams, args ...any) (*store.Invocation, error) {
-	rows, err := s.pool.Query(ctx, invocationInsert.sql, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var inv *store.Invocation
-	if rows.Next() {
+	return first(s.decodedInvocations(ctx, invocationInsert, func(rows pgx.Rows) (*store.Invocation, error) {
 		r := rowReader{m: rows.Conn().TypeMap(), fds: rows.FieldDescriptions(), vals: rows.RawValues()}
-		inv = p.Row()
+		inv := p.Row()
 		inv.ID, inv.LeaseExpiresAt, inv.CreatedAt, inv.UpdatedAt = r.integer(), r.nullTimestamp(), r.timestamp(), r.timestamp()
-		if err := r.done(); err != nil {
-			return nil, err
-		}
-	}
-	rows.Close() // a write's errors (a unique violation) come with its completion
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	if inv == nil {
-		return nil, store.ErrNotFound
-	}
-	return inv, nil
+		return inv, r.done()
+	}, args...))
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

@@ -234,32 +234,38 @@ RETURNING {{invocationColumns}}
 -- InvocationExists: the row exists (in :tenant, unless NULL).
 SELECT EXISTS (SELECT 1 FROM tool_invocations WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant))
 
+-- name: breakerCounts
+-- breakerCounts are the columns of store.BreakerCounts over the rows of one call's
+-- identical calls in its tenant's run: all of them, the denied, and whether one is
+-- UNCERTAIN and unresolved. Every statement of a call's prior calls reads them.
+count(*) AS total, count(*) FILTER (WHERE status = 'DENIED') AS denied,
+	count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0 AS uncertain
+
 -- name: InvocationBreakerCounts
 -- InvocationBreakerCounts: the breaker's counts of a call's identical calls in the
 -- run, the prior calls of a call that named its call id (store.BreakerCounts).
-SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0
+SELECT {{breakerCounts}}
 FROM tool_invocations
 WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash
 
 -- name: InvocationBreakerCountsAndKey
--- InvocationBreakerCountsAndKey: the counts of InvocationBreakerCounts, and whether a
+-- InvocationBreakerCountsAndKey: the breaker's counts (breakerCounts), and whether a
 -- row has the key :key: the prior calls of a named call that may be recorded once
 -- (a read), which would otherwise read its key apart before it runs (issue 20).
-SELECT count(*), count(*) FILTER (WHERE status = 'DENIED'), count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0,
+SELECT {{breakerCounts}},
 	EXISTS (SELECT 1 FROM tool_invocations WHERE key = :key)
 FROM tool_invocations
 WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash
 
 -- name: InvocationPriorCalls
 -- InvocationPriorCalls: the prior calls of a call whose id :base was derived: the
--- breaker's counts as InvocationBreakerCounts reads them, and the latest row of the
--- id's generations (base, base-1, base-2, ...), refusal rows excluded, NULLs when
--- there is none. Both through the breaker's index. The columns of
--- store.BreakerCounts, then of store.Generation.
+-- breaker's counts (breakerCounts), and the latest row of the id's generations
+-- (base, base-1, base-2, ...), refusal rows excluded, NULLs when there is none. Both
+-- through the breaker's index. The columns of store.BreakerCounts, then of
+-- store.Generation.
 SELECT b.total, b.denied, b.uncertain,
 	g.id, g.call_id, g.status, g.effect_sent_at, g.earlier_effect_sent_at, g.updated_at
-FROM (SELECT count(*) AS total, count(*) FILTER (WHERE status = 'DENIED') AS denied,
-		count(*) FILTER (WHERE status = 'UNCERTAIN' AND resolution = '') > 0 AS uncertain
+FROM (SELECT {{breakerCounts}}
 	FROM tool_invocations
 	WHERE tenant = :tenant AND run_id = :run_id AND args_hash = :args_hash) AS b
 LEFT JOIN (SELECT id, call_id, status, effect_sent_at, earlier_effect_sent_at, updated_at FROM tool_invocations
