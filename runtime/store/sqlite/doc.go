@@ -30,6 +30,11 @@
 //     reads do (issue 20: a context that can end costs modernc.org/sqlite and
 //     database/sql a goroutine each per statement). Their one long wait, for a writer
 //     of another process, is bounded by busy_timeout, not by the context.
+//   - A commit's WAL frames reach the file in one pwrite, not two per frame (header, then
+//     page): the connections open through the VFS of internal/walvfs, which gathers
+//     them until the commit frame, before SQLite publishes the commit, with spilling
+//     off (cache_spill=0) so that no frame is written before its commit. The file is
+//     SQLite's own format; other processes, with or without the VFS, share it.
 //   - Every statement is prepared once, by [Open] (modernc.org/sqlite would parse the
 //     SQL on every call otherwise); transactions run them through tx.StmtContext,
 //     never on the writer pool directly, whose only connection the transaction holds.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgen/toolgen/runtime/internal/sqlfile"
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/sqlite/internal/walvfs"
 )
 
 // Store is the SQLite implementation of [store.Store].
@@ -79,9 +80,11 @@ type readStmts struct {
 // loss and OS crashes, not only a killed process (NORMAL would lose the last commits
 // on power loss). _txlock=immediate takes the write lock at BEGIN, so a transaction
 // never fails half-way on SQLITE_BUSY (an autocommit write takes it at its start);
-// busy_timeout waits for writers of other processes.
+// busy_timeout waits for writers of other processes. vfs=toolgen-wal (internal/walvfs,
+// registered by Open) writes a commit's WAL frames in one write instead of two per
+// frame, which needs cache_spill=0: no frame is written before its commit.
 const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-	"&_pragma=foreign_keys(1)&_txlock=immediate"
+	"&_pragma=foreign_keys(1)&_pragma=cache_spill(0)&_txlock=immediate&vfs=toolgen-wal"
 
 // readers is the size of the read pool.
 const readers = 4
@@ -96,6 +99,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("sqlite: %q: the store needs a database file (WAL does not work in memory)", path)
+	}
+	if err := walvfs.Register(); err != nil {
+		return nil, err
 	}
 	dsn := "file:" + uriEscaper.Replace(path) + "?" + connParams
 	write, err := sql.Open("sqlite", dsn)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/sqlite/internal/walvfs"
 	"github.com/toolgen/toolgen/runtime/store/storetest"
 )
 
@@ -54,6 +56,17 @@ func TestOpen_Pragmas(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+	// The writers gather a commit's WAL frames into one write (internal/walvfs), which
+	// holds only with spilling off.
+	if !strings.Contains(connParams, "&vfs="+walvfs.Name) {
+		t.Errorf("connParams do not name the VFS %s: %s", walvfs.Name, connParams)
+	}
+	for name, pool := range map[string]*sql.DB{"writer": s.write, "relaxed": s.relaxed} {
+		var spill string
+		if err := pool.QueryRowContext(t.Context(), "PRAGMA cache_spill").Scan(&spill); err != nil || spill != "0" {
+			t.Errorf("%s: PRAGMA cache_spill = %q (%v), want 0: the WAL's write buffer needs it", name, spill, err)
 		}
 	}
 	var readOnly string

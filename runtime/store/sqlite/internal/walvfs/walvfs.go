@@ -1,0 +1,272 @@
+package walvfs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Name is the VFS's name, for a connection's DSN (file:...?vfs=toolgen-wal).
+const Name = "toolgen-wal"
+
+const (
+	frameHeaderSize = 24        // a WAL frame's header (https://sqlite.org/fileformat.html#wal_file_format)
+	bufferSize      = 128 << 10 // 31 frames of 4 KiB pages: a call's record is about 8
+	openWAL         = sqlite3.SQLITE_OPEN_WAL
+	sqliteOK        = sqlite3.SQLITE_OK
+	stateAlign      = unsafe.Alignof(int64(0))
+	stateSize       = unsafe.Sizeof(walFile{})
+	ioMethodsSize   = unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{})
+	vfsSize         = unsafe.Sizeof(sqlite3.Tsqlite3_vfs{})
+	lastNone        = 0 // what the buffer ends with
+	lastHeader      = 1
+	lastCommit      = 2 // the header of a commit frame
+	lastPage        = 3
+)
+
+// walFile is what this VFS keeps for an open WAL file, after the unix VFS's own
+// sqlite3_file in the same allocation (SQLite allocates szOsFile bytes per file). It is
+// C memory, so it holds no Go pointers.
+type walFile struct {
+	methods uintptr // the unix VFS's io methods for the file
+	buf     uintptr // bufferSize bytes of C memory
+	start   int64   // the file offset of buf[0]
+	n       int32   // bytes in buf
+	last    int32   // lastNone, lastHeader, lastCommit or lastPage
+}
+
+var (
+	registerOnce sync.Once
+	registerErr  error
+	unix         uintptr // the unix VFS
+	stateOffset  uintptr // where a file's walFile starts, after the unix VFS's file
+
+	wrappedMu sync.Mutex
+	wrapped   = map[uintptr]uintptr{} // the unix VFS's io methods -> this VFS's for a WAL file
+
+	// For tests: writes issued to WAL files, and bytes waiting in buffers (the package
+	// doc's condition: none outside a commit).
+	writes, buffered atomic.Int64
+)
+
+// Register registers the VFS with SQLite (once per process; later calls return the
+// first one's result). Open connections with vfs=Name after it.
+func Register() error {
+	registerOnce.Do(func() { registerErr = register() })
+	return registerErr
+}
+
+func register() error {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	unix = sqlite3.Xsqlite3_vfs_find(tls, 0)
+	if unix == 0 {
+		return fmt.Errorf("walvfs: SQLite has no default VFS")
+	}
+	base := (*sqlite3.Tsqlite3_vfs)(ptr(unix))
+	stateOffset = (uintptr(base.FszOsFile) + stateAlign - 1) &^ (stateAlign - 1)
+	v := libc.Xcalloc(tls, 1, libc.Tsize_t(vfsSize))
+	name, err := libc.CString(Name)
+	if v == 0 || err != nil {
+		return fmt.Errorf("walvfs: out of memory")
+	}
+	vfs := (*sqlite3.Tsqlite3_vfs)(ptr(v))
+	*vfs = *base
+	vfs.FpNext = 0
+	vfs.FzName = name
+	vfs.FszOsFile = int32(stateOffset + stateSize)
+	*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&vfs.FxOpen)) = xOpen
+	if rc := sqlite3.Xsqlite3_vfs_register(tls, v, 0); rc != sqliteOK {
+		return fmt.Errorf("walvfs: sqlite3_vfs_register: code %d", rc)
+	}
+	return nil
+}
+
+// ptr turns an address in C memory into a pointer. Going through memory rather than
+// converting the uintptr keeps vet's unsafeptr check meaningful for the rest of the
+// module; C memory is outside the Go heap, so the collector has nothing to track.
+func ptr(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+
+func bytesAt(p uintptr, n int32) []byte { return unsafe.Slice((*byte)(ptr(p)), n) }
+
+func state(file uintptr) *walFile { return (*walFile)(ptr(file + stateOffset)) }
+
+// xOpen opens every file through the unix VFS and gives a WAL file the methods below.
+func xOpen(tls *libc.TLS, _ uintptr, name uintptr, file uintptr, flags int32, outFlags uintptr) int32 {
+	*state(file) = walFile{}
+	open := (*sqlite3.Tsqlite3_vfs)(ptr(unix)).FxOpen
+	rc := (*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{open})))(
+		tls, unix, name, file, flags, outFlags)
+	f := (*sqlite3.Tsqlite3_file)(ptr(file))
+	if rc != sqliteOK || flags&openWAL == 0 || f.FpMethods == 0 {
+		return rc
+	}
+	methods := walMethods(tls, f.FpMethods)
+	buf := libc.Xmalloc(tls, bufferSize)
+	if methods == 0 || buf == 0 {
+		libc.Xfree(tls, buf)
+		return rc // the file works as the unix VFS's, unbuffered
+	}
+	*state(file) = walFile{methods: f.FpMethods, buf: buf}
+	f.FpMethods = methods
+	return rc
+}
+
+// walMethods is the io methods table of a WAL file whose unix methods are base: base's,
+// with the methods that write, or that must see what was written, replaced.
+func walMethods(tls *libc.TLS, base uintptr) uintptr {
+	wrappedMu.Lock()
+	defer wrappedMu.Unlock()
+	if m, ok := wrapped[base]; ok {
+		return m
+	}
+	m := libc.Xmalloc(tls, libc.Tsize_t(ioMethodsSize))
+	if m == 0 {
+		return 0
+	}
+	t := (*sqlite3.Tsqlite3_io_methods)(ptr(m))
+	*t = *(*sqlite3.Tsqlite3_io_methods)(ptr(base))
+	*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&t.FxClose)) = xClose
+	*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&t.FxRead)) = xRead
+	*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&t.FxWrite)) = xWrite
+	*(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&t.FxTruncate)) = xTruncate
+	*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&t.FxSync)) = xSync
+	*(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&t.FxFileSize)) = xFileSize
+	*(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&t.FxFileControl)) = xFileControl
+	wrapped[base] = m
+	return m
+}
+
+// unixWrite writes through the unix VFS.
+func unixWrite(tls *libc.TLS, file uintptr, s *walFile, buf uintptr, n int32, off int64) int32 {
+	writes.Add(1)
+	w := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxWrite
+	return (*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&struct{ uintptr }{w})))(tls, file, buf, n, off)
+}
+
+// flush writes the buffer, if it holds anything, and empties it whatever the outcome:
+// a failed write is reported to SQLite, which rolls its commit back and writes those
+// frames again, at the same offsets, in its next.
+func flush(tls *libc.TLS, file uintptr, s *walFile) int32 {
+	if s.n == 0 {
+		return sqliteOK
+	}
+	n := s.n
+	buffered.Add(-int64(n))
+	s.n, s.last = 0, lastNone
+	return unixWrite(tls, file, s, s.buf, n, s.start)
+}
+
+func appendBuf(tls *libc.TLS, s *walFile, data uintptr, n int32, off int64, last int32) {
+	if s.n == 0 {
+		s.start = off
+	}
+	libc.Xmemcpy(tls, s.buf+uintptr(s.n), data, libc.Tsize_t(n))
+	s.n += n
+	buffered.Add(int64(n))
+	s.last = last
+}
+
+// xWrite gathers a commit's frames: a frame header that continues the buffer (or
+// starts it, unless it is a commit frame's: a commit of one frame, or the checksum
+// rewrite after a spill, which is followed by no page to wait for), and the page that
+// follows a buffered header. The buffer is written after a commit frame's page.
+// Anything else writes the buffer and then itself.
+func xWrite(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32 {
+	s := state(file)
+	if s.n > 0 && (off != s.start+int64(s.n) || s.n+n > bufferSize) {
+		if rc := flush(tls, file, s); rc != sqliteOK {
+			return rc
+		}
+	}
+	switch {
+	case n == frameHeaderSize:
+		commit := binary.BigEndian.Uint32(bytesAt(data+4, 4)) != 0
+		if s.n == 0 && commit {
+			break
+		}
+		last := int32(lastHeader)
+		if commit {
+			last = lastCommit
+		}
+		appendBuf(tls, s, data, n, off, last)
+		return sqliteOK
+	case s.n > 0 && (s.last == lastHeader || s.last == lastCommit):
+		commit := s.last == lastCommit
+		appendBuf(tls, s, data, n, off, lastPage)
+		if commit {
+			return flush(tls, file, s)
+		}
+		return sqliteOK
+	}
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	return unixWrite(tls, file, s, data, n, off)
+}
+
+func xRead(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32 {
+	s := state(file)
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	r := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxRead
+	return (*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&struct{ uintptr }{r})))(tls, file, data, n, off)
+}
+
+func xTruncate(tls *libc.TLS, file uintptr, size int64) int32 {
+	s := state(file)
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	t := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxTruncate
+	return (*(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&struct{ uintptr }{t})))(tls, file, size)
+}
+
+func xSync(tls *libc.TLS, file uintptr, flags int32) int32 {
+	s := state(file)
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	y := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxSync
+	return (*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&struct{ uintptr }{y})))(tls, file, flags)
+}
+
+func xFileSize(tls *libc.TLS, file uintptr, size uintptr) int32 {
+	s := state(file)
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	z := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxFileSize
+	return (*(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{z})))(tls, file, size)
+}
+
+func xFileControl(tls *libc.TLS, file uintptr, op int32, arg uintptr) int32 {
+	s := state(file)
+	if rc := flush(tls, file, s); rc != sqliteOK {
+		return rc
+	}
+	c := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxFileControl
+	return (*(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{c})))(tls, file, op, arg)
+}
+
+// xClose writes the buffer, frees it and closes the file through the unix VFS, which
+// expects its own methods on it.
+func xClose(tls *libc.TLS, file uintptr) int32 {
+	s := state(file)
+	rc := flush(tls, file, s)
+	libc.Xfree(tls, s.buf)
+	base := s.methods
+	*s = walFile{}
+	(*sqlite3.Tsqlite3_file)(ptr(file)).FpMethods = base
+	c := (*sqlite3.Tsqlite3_io_methods)(ptr(base)).FxClose
+	if crc := (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{c})))(tls, file); rc == sqliteOK {
+		rc = crc
+	}
+	return rc
+}
