@@ -34,7 +34,7 @@ const (
 // C memory, so it holds no Go pointers.
 type walFile struct {
 	methods uintptr // the unix VFS's io methods for the file
-	buf     uintptr // bufferSize bytes of C memory
+	buf     uintptr // bufferSize bytes of C memory, from the first frame written
 	start   int64   // the file offset of buf[0]
 	n       int32   // bytes in buf
 	last    int32   // lastNone, lastHeader, lastCommit or lastPage
@@ -106,14 +106,10 @@ func xOpen(tls *libc.TLS, _ uintptr, name uintptr, file uintptr, flags int32, ou
 	if rc != sqliteOK || flags&openWAL == 0 || f.FpMethods == 0 {
 		return rc
 	}
-	methods := walMethods(tls, f.FpMethods)
-	buf := libc.Xmalloc(tls, bufferSize)
-	if methods == 0 || buf == 0 {
-		libc.Xfree(tls, buf)
-		return rc // the file works as the unix VFS's, unbuffered
+	if methods := walMethods(tls, f.FpMethods); methods != 0 { // else the file stays the unix VFS's, unbuffered
+		*state(file) = walFile{methods: f.FpMethods}
+		f.FpMethods = methods
 	}
-	*state(file) = walFile{methods: f.FpMethods, buf: buf}
-	f.FpMethods = methods
 	return rc
 }
 
@@ -189,6 +185,11 @@ func xWrite(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32
 		commit := binary.BigEndian.Uint32(bytesAt(data+4, 4)) != 0
 		if s.n == 0 && commit {
 			break
+		}
+		if s.buf == 0 { // allocated at the first frame: a reader's WAL file never needs one
+			if s.buf = libc.Xmalloc(tls, bufferSize); s.buf == 0 {
+				break // out of memory: unbuffered
+			}
 		}
 		last := int32(lastHeader)
 		if commit {
