@@ -80,7 +80,7 @@ func register() error {
 	vfs.FpNext = 0
 	vfs.FzName = name
 	vfs.FszOsFile = int32(stateOffset + stateSize)
-	*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&vfs.FxOpen)) = xOpen
+	vfs.FxOpen = cFunc(xOpen)
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, v, 0); rc != sqliteOK {
 		return fmt.Errorf("walvfs: sqlite3_vfs_register: code %d", rc)
 	}
@@ -92,6 +92,13 @@ func register() error {
 // module; C memory is outside the Go heap, so the collector has nothing to track.
 func ptr(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
+// cFunc is f as SQLite's C code holds a function: the address of a Go func value, which
+// modernc.org/sqlite's translated code calls through (f must be a top-level function,
+// whose func value is static); goFunc is the way back.
+func cFunc[F any](f F) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
+
+func goFunc[F any](p uintptr) F { return *(*F)(unsafe.Pointer(&p)) }
+
 func bytesAt(p uintptr, n int32) []byte { return unsafe.Slice((*byte)(ptr(p)), n) }
 
 func state(file uintptr) *walFile { return (*walFile)(ptr(file + stateOffset)) }
@@ -99,9 +106,8 @@ func state(file uintptr) *walFile { return (*walFile)(ptr(file + stateOffset)) }
 // xOpen opens every file through the unix VFS and gives a WAL file the methods below.
 func xOpen(tls *libc.TLS, _ uintptr, name uintptr, file uintptr, flags int32, outFlags uintptr) int32 {
 	*state(file) = walFile{}
-	open := (*sqlite3.Tsqlite3_vfs)(ptr(unix)).FxOpen
-	rc := (*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{open})))(
-		tls, unix, name, file, flags, outFlags)
+	open := goFunc[func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32]((*sqlite3.Tsqlite3_vfs)(ptr(unix)).FxOpen)
+	rc := open(tls, unix, name, file, flags, outFlags)
 	f := (*sqlite3.Tsqlite3_file)(ptr(file))
 	if rc != sqliteOK || flags&openWAL == 0 || f.FpMethods == 0 {
 		return rc
@@ -127,13 +133,13 @@ func walMethods(tls *libc.TLS, base uintptr) uintptr {
 	}
 	t := (*sqlite3.Tsqlite3_io_methods)(ptr(m))
 	*t = *(*sqlite3.Tsqlite3_io_methods)(ptr(base))
-	*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&t.FxClose)) = xClose
-	*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&t.FxRead)) = xRead
-	*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&t.FxWrite)) = xWrite
-	*(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&t.FxTruncate)) = xTruncate
-	*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&t.FxSync)) = xSync
-	*(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&t.FxFileSize)) = xFileSize
-	*(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&t.FxFileControl)) = xFileControl
+	t.FxClose = cFunc(xClose)
+	t.FxRead = cFunc(xRead)
+	t.FxWrite = cFunc(xWrite)
+	t.FxTruncate = cFunc(xTruncate)
+	t.FxSync = cFunc(xSync)
+	t.FxFileSize = cFunc(xFileSize)
+	t.FxFileControl = cFunc(xFileControl)
 	wrapped[base] = m
 	return m
 }
@@ -141,8 +147,8 @@ func walMethods(tls *libc.TLS, base uintptr) uintptr {
 // unixWrite writes through the unix VFS.
 func unixWrite(tls *libc.TLS, file uintptr, s *walFile, buf uintptr, n int32, off int64) int32 {
 	writes.Add(1)
-	w := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxWrite
-	return (*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&struct{ uintptr }{w})))(tls, file, buf, n, off)
+	write := goFunc[func(*libc.TLS, uintptr, uintptr, int32, int64) int32]((*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxWrite)
+	return write(tls, file, buf, n, off)
 }
 
 // flush writes the buffer, if it holds anything, and empties it whatever the outcome:
@@ -211,49 +217,50 @@ func xWrite(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32
 	return unixWrite(tls, file, s, data, n, off)
 }
 
-func xRead(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32 {
+// flushed writes file's buffer and returns the unix VFS's methods for the file.
+func flushed(tls *libc.TLS, file uintptr) (*sqlite3.Tsqlite3_io_methods, int32) {
 	s := state(file)
-	if rc := flush(tls, file, s); rc != sqliteOK {
+	return (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)), flush(tls, file, s)
+}
+
+func xRead(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32 {
+	m, rc := flushed(tls, file)
+	if rc != sqliteOK {
 		return rc
 	}
-	r := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxRead
-	return (*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&struct{ uintptr }{r})))(tls, file, data, n, off)
+	return goFunc[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](m.FxRead)(tls, file, data, n, off)
 }
 
 func xTruncate(tls *libc.TLS, file uintptr, size int64) int32 {
-	s := state(file)
-	if rc := flush(tls, file, s); rc != sqliteOK {
+	m, rc := flushed(tls, file)
+	if rc != sqliteOK {
 		return rc
 	}
-	t := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxTruncate
-	return (*(*func(*libc.TLS, uintptr, int64) int32)(unsafe.Pointer(&struct{ uintptr }{t})))(tls, file, size)
+	return goFunc[func(*libc.TLS, uintptr, int64) int32](m.FxTruncate)(tls, file, size)
 }
 
 func xSync(tls *libc.TLS, file uintptr, flags int32) int32 {
-	s := state(file)
-	if rc := flush(tls, file, s); rc != sqliteOK {
+	m, rc := flushed(tls, file)
+	if rc != sqliteOK {
 		return rc
 	}
-	y := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxSync
-	return (*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&struct{ uintptr }{y})))(tls, file, flags)
+	return goFunc[func(*libc.TLS, uintptr, int32) int32](m.FxSync)(tls, file, flags)
 }
 
 func xFileSize(tls *libc.TLS, file uintptr, size uintptr) int32 {
-	s := state(file)
-	if rc := flush(tls, file, s); rc != sqliteOK {
+	m, rc := flushed(tls, file)
+	if rc != sqliteOK {
 		return rc
 	}
-	z := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxFileSize
-	return (*(*func(*libc.TLS, uintptr, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{z})))(tls, file, size)
+	return goFunc[func(*libc.TLS, uintptr, uintptr) int32](m.FxFileSize)(tls, file, size)
 }
 
 func xFileControl(tls *libc.TLS, file uintptr, op int32, arg uintptr) int32 {
-	s := state(file)
-	if rc := flush(tls, file, s); rc != sqliteOK {
+	m, rc := flushed(tls, file)
+	if rc != sqliteOK {
 		return rc
 	}
-	c := (*sqlite3.Tsqlite3_io_methods)(ptr(s.methods)).FxFileControl
-	return (*(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{c})))(tls, file, op, arg)
+	return goFunc[func(*libc.TLS, uintptr, int32, uintptr) int32](m.FxFileControl)(tls, file, op, arg)
 }
 
 // xClose writes the buffer, frees it and closes the file through the unix VFS, which
@@ -265,8 +272,8 @@ func xClose(tls *libc.TLS, file uintptr) int32 {
 	base := s.methods
 	*s = walFile{}
 	(*sqlite3.Tsqlite3_file)(ptr(file)).FpMethods = base
-	c := (*sqlite3.Tsqlite3_io_methods)(ptr(base)).FxClose
-	if crc := (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{c})))(tls, file); rc == sqliteOK {
+	unixClose := goFunc[func(*libc.TLS, uintptr) int32]((*sqlite3.Tsqlite3_io_methods)(ptr(base)).FxClose)
+	if crc := unixClose(tls, file); rc == sqliteOK {
 		rc = crc
 	}
 	return rc
