@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -106,8 +107,10 @@ func (s *Server) finishCall(ctx context.Context, c preparedCall, o runtime.Outco
 			"tool", logName(tool), "session_id", id.SessionID, "run_id", id.RunID, "step", id.Step, "call_id", id.CallID, "error", err)
 		o = runtime.NewOutcome(runtime.ReasonInternalError, id.CallID)
 	}
-	s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
-		"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	if s.log.Enabled(ctx, slog.LevelDebug) { // the arguments would be boxed even when discarded
+		s.log.Debug("mcp/server: tools/call", "tool", logName(tool), "session_id", id.SessionID, "call_id", id.CallID,
+			"status", o.Status, "reason_code", o.ReasonCode, "replayed", o.Replayed)
+	}
 	res := toResult(o, id)
 	s.honourOutputSchema(ctx, res, o, runtime.SessionKey{Tenant: c.call.Tenant, ID: id.SessionID}, tool) // output.go
 	return res
