@@ -23,10 +23,10 @@ const (
 	stateSize       = unsafe.Sizeof(walFile{})
 	ioMethodsSize   = unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{})
 	vfsSize         = unsafe.Sizeof(sqlite3.Tsqlite3_vfs{})
-	lastNone        = 0 // what the buffer ends with
-	lastHeader      = 1
-	lastCommit      = 2 // the header of a commit frame
-	lastPage        = 3
+	// what the buffer's last write leaves it waiting for
+	awaitNothing    = 0
+	awaitPage       = 1 // a frame's header is last: its page follows
+	awaitCommitPage = 2 // a commit frame's header is last: its page follows, then the buffer is written
 )
 
 // walFile is what this VFS keeps for an open WAL file, after the unix VFS's own
@@ -37,7 +37,7 @@ type walFile struct {
 	buf     uintptr // bufferSize bytes of C memory, from the first frame written
 	start   int64   // the file offset of buf[0]
 	n       int32   // bytes in buf
-	last    int32   // lastNone, lastHeader, lastCommit or lastPage
+	await   int32   // awaitNothing (also when buf is empty), awaitPage or awaitCommitPage
 }
 
 var (
@@ -50,7 +50,8 @@ var (
 	wrapped   = map[uintptr]uintptr{} // the unix VFS's io methods -> this VFS's for a WAL file
 
 	// For tests: writes issued to WAL files, and bytes waiting in buffers (the package
-	// doc's condition: none outside a commit).
+	// doc's condition: none outside a commit). An atomic add per frame, where each frame
+	// saves a pwrite.
 	writes, buffered atomic.Int64
 )
 
@@ -160,18 +161,18 @@ func flush(tls *libc.TLS, file uintptr, s *walFile) int32 {
 	}
 	n := s.n
 	buffered.Add(-int64(n))
-	s.n, s.last = 0, lastNone
+	s.n, s.await = 0, awaitNothing
 	return unixWrite(tls, file, s, s.buf, n, s.start)
 }
 
-func appendBuf(tls *libc.TLS, s *walFile, data uintptr, n int32, off int64, last int32) {
+func appendBuf(tls *libc.TLS, s *walFile, data uintptr, n int32, off int64, await int32) {
 	if s.n == 0 {
 		s.start = off
 	}
 	libc.Xmemcpy(tls, s.buf+uintptr(s.n), data, libc.Tsize_t(n))
 	s.n += n
 	buffered.Add(int64(n))
-	s.last = last
+	s.await = await
 }
 
 // xWrite gathers a commit's frames: a frame header that continues the buffer (or
@@ -197,15 +198,15 @@ func xWrite(tls *libc.TLS, file uintptr, data uintptr, n int32, off int64) int32
 				break // out of memory: unbuffered
 			}
 		}
-		last := int32(lastHeader)
+		await := int32(awaitPage)
 		if commit {
-			last = lastCommit
+			await = awaitCommitPage
 		}
-		appendBuf(tls, s, data, n, off, last)
+		appendBuf(tls, s, data, n, off, await)
 		return sqliteOK
-	case s.n > 0 && (s.last == lastHeader || s.last == lastCommit):
-		commit := s.last == lastCommit
-		appendBuf(tls, s, data, n, off, lastPage)
+	case s.await != awaitNothing: // the page of the header the buffer ends with
+		commit := s.await == awaitCommitPage
+		appendBuf(tls, s, data, n, off, awaitNothing)
 		if commit {
 			return flush(tls, file, s)
 		}
