@@ -14,12 +14,12 @@
 // That is before SQLite publishes the commit in the WAL index, so no reader, of this
 // process or another, can look for a frame that is still in the buffer; when SQLite
 // goes on to sync the WAL (synchronous=FULL) the frames are already in the file. Any
-// other operation on the WAL file (a read, a sync, a truncation, its size, a write
-// that does not continue the buffer) writes the buffer first, so the file is always
-// what SQLite believes it wrote. A commit whose buffered write fails returns the
-// error from its commit frame's write, and SQLite rolls the commit back, as it would
-// have on the failed write of any frame. The main database file and the journals are
-// the unix VFS's, untouched.
+// other operation on the WAL file (a read, a sync, a truncation, its size, a file
+// control, its close, a write that does not continue the buffer) writes the buffer
+// first, so the file is always what SQLite believes it wrote. A commit whose buffered
+// write fails returns the error from its commit frame's write, and SQLite rolls the
+// commit back, as it would have on the failed write of any frame. The main database
+// file and the journals are the unix VFS's, untouched.
 //
 // One condition, which the caller sets: every connection writing through this VFS
 // must run with PRAGMA cache_spill=0. A spill writes a frame of an unfinished
