@@ -45,6 +45,8 @@ type Store struct {
 	// writer's connection until its statement has ended: point writes of this process
 	// queue here, where their contexts are honoured.
 	pointWriter chan struct{}
+
+	checkpoints *checkpointer // the background checkpoints (checkpoint.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -83,8 +85,10 @@ type readStmts struct {
 // busy_timeout waits for writers of other processes. vfs=toolgen-wal (internal/walvfs,
 // registered by Open) writes a commit's WAL frames in one write instead of two per
 // frame, which needs cache_spill=0: no frame is written before its commit.
+// wal_autocheckpoint is autocheckpointPages: the store checkpoints in the background
+// (checkpoint.go), and a commit only when the WAL has grown that far regardless.
 const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-	"&_pragma=foreign_keys(1)&_pragma=cache_spill(0)&_txlock=immediate&vfs=toolgen-wal"
+	"&_pragma=foreign_keys(1)&_pragma=cache_spill(0)&_pragma=wal_autocheckpoint(8000)&_txlock=immediate&vfs=toolgen-wal"
 
 // readers is the size of the read pool.
 const readers = 4
@@ -140,6 +144,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path, write: write, relaxed: relaxed, read: read, hub: newHub(), clock: newClocked(o.clock),
 		pointWriter: make(chan struct{}, 1)}
 	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -237,9 +245,12 @@ func firstLine(query string) string {
 // uriEscaper escapes the characters that end or escape the path of a SQLite URI.
 var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
-// Close closes the statements and both pools.
+// Close stops the background checkpoints and closes the statements and the pools.
 func (s *Store) Close() error {
 	var errs []error
+	if s.checkpoints != nil {
+		errs = append(errs, s.checkpoints.close())
+	}
 	for _, stmt := range s.stmts {
 		errs = append(errs, stmt.Close())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,6 +48,8 @@ func TestOpen_Pragmas(t *testing.T) {
 		"synchronous":  "2", // FULL: the watermark commit survives power loss
 		"foreign_keys": "1",
 		"busy_timeout": "10000",
+		// the backstop: the store checkpoints in the background (checkpoint.go)
+		"wal_autocheckpoint": strconv.Itoa(autocheckpointPages),
 	} {
 		var got string
 		if err := s.write.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
@@ -394,24 +395,22 @@ func TestMigration011_IDsWithoutSQLiteSequence(t *testing.T) {
 	}
 }
 
-// TestWAL_CheckpointedByTheWrites: the store's own writes keep the WAL bounded. SQLite
-// checkpoints automatically every 1,000 WAL pages, but only from a statement stepped
+// TestWAL_CheckpointedByTheWrites: the store's own writes keep the WAL bounded when
+// its background checkpoints do not run (checkpoint.go). SQLite checkpoints
+// automatically every autocheckpointPages WAL pages, but only from a statement stepped
 // to its end; the store's writes with RETURNING were read with one step and a reset,
 // so nothing ever checkpointed and the WAL grew by every page written (about 23 KB
-// per record). Each phase runs only the writes a call of its kind makes.
+// per record). Each phase runs only the writes a call of its kind makes, and writes
+// twice the backstop's pages or more.
 func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
-	walPages := func() int64 {
-		t.Helper()
-		fi, err := os.Stat(s.path + "-wal")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size() / 4096
+	if err := s.checkpoints.close(); err != nil {
+		t.Fatal(err)
 	}
-	// 1,000 pages before a checkpoint, and what the commit that crossed it wrote
-	const bound = 1500
+	walPages := func() int64 { return walPages(t, s) }
+	// the backstop, and what the commit that crossed it wrote
+	const bound = autocheckpointPages + 500
 	call := func(key string) store.Call {
 		return store.Call{Key: key, Tenant: "t", RunID: "r", CallID: key, Tool: "t", Args: []byte(`{"k":"` + key + `"}`), ArgsHash: key}
 	}
@@ -424,7 +423,7 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 	if n := walPages(); n > bound {
 		t.Fatalf("after 3,000 records the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
 	}
-	for i := range 1000 { // write calls: a claim insert and two fenced writes each
+	for i := range 2000 { // write calls: a claim insert and two fenced writes each
 		key := "write-" + strconv.Itoa(i)
 		inv, _, err := s.InvocationInsert(ctx, store.InsertRunning(call(key), "w", time.Minute))
 		if err != nil {
@@ -439,6 +438,6 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 		}
 	}
 	if n := walPages(); n > bound {
-		t.Fatalf("after 1,000 write calls the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
+		t.Fatalf("after 2,000 write calls the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
 	}
 }
