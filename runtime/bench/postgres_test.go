@@ -57,9 +57,7 @@ func BenchmarkPostgresCalls(b *testing.B) {
 	}
 	ctx := context.Background()
 	d := cellDuration(b)
-	queries := driverQueries(b, "postgres",
-		"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
-		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
+	queries := driverQueries(b, "postgres", pgStatements...)
 	_, schema := pgtest.Open(b) // the schema, migrated; dropped when the benchmark ends
 	acfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -207,7 +205,7 @@ func pgbenchScript(tb testing.TB, c Class, calls []storeCall, queries map[string
 	fmt.Fprintf(&sb, "-- %s: the statements of one pipeline call, each its own transaction; commits: %d\n", c.Name, c.Commits)
 	sb.WriteString("\\set k random(1, 9223372036854775806)\n")
 	for i, sc := range calls {
-		name, args := namedArgs(sc)
+		name, args := pgNamedArgs(sc)
 		prefix := fmt.Sprintf("s%d", i)
 		fenced := sc.Method == "InvocationMarkEffectSentIfLeased" || sc.Method == "InvocationSettleIfLeased"
 		sql := namedParam.ReplaceAllStringFunc(queries[name], func(m string) string {
@@ -289,7 +287,7 @@ type rawPG struct {
 func newRawPG(calls []storeCall, queries map[string]string) *rawPG {
 	r := &rawPG{calls: calls}
 	for _, sc := range calls {
-		name, args := namedArgs(sc)
+		name, args := pgNamedArgs(sc)
 		var names []string
 		sql := namedParam.ReplaceAllStringFunc(queries[name], func(m string) string {
 			i := slices.Index(names, m[1:])
@@ -393,4 +391,19 @@ func rawInt(b []byte) int64 {
 	}
 	n, _ := strconv.ParseInt(string(b), 10, 64)
 	return n
+}
+
+// pgStatements are the PostgreSQL driver's statements the classes run.
+var pgStatements = []string{"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
+	"invocationInsertRelaxedSQL", "invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL"}
+
+// pgNamedArgs is namedArgs for the PostgreSQL driver, which inserts a record-once row
+// with a statement of its own (InvocationInsertRelaxed: synchronous_commit off for
+// that transaction), so pgbench and the pgx loop run it too.
+func pgNamedArgs(sc storeCall) (sqlConst string, args map[string]any) {
+	name, args := namedArgs(sc)
+	if sc.Method == "InvocationInsert" && sc.Insert.Relaxed() {
+		name = "invocationInsertRelaxedSQL"
+	}
+	return name, args
 }

@@ -58,9 +58,7 @@ func TestSQLiteCallsSmoke(t *testing.T) {
 func TestPostgresCallsSmoke(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	queries := driverQueries(t, "postgres",
-		"invocationBreakerCountsSQL", "invocationBreakerCountsAndKeySQL", "invocationInsertSQL",
-		"invocationMarkEffectSentIfLeasedSQL", "invocationSettleIfLeasedSQL")
+	queries := driverQueries(t, "postgres", pgStatements...)
 	_, schema := pgtest.Open(t)
 	st, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema), postgres.WithMaxConns(2))
 	if err != nil {

@@ -88,11 +88,12 @@ func InsertSettled(c Call, s Settlement) InsertParams {
 
 // InsertRecordOnce is InsertSettled for the terminal row of a record-once call (an
 // idempotent none/read call, RT-3), recorded after it ran: losing it to a power
-// failure — never to a process crash — only means the read runs again when the caller
-// retries, exactly as if it had crashed before step 13. A driver may then commit
-// without waiting for the disk (SQLite: this one commit with synchronous=NORMAL; the
-// next FULL commit makes it durable too). Drivers that cannot relax one commit write
-// it as InsertSettled does (PostgreSQL).
+// failure or a crash of the database server — never to a crash of the process that
+// made the call — only means the read runs again when the caller retries, exactly as
+// if it had crashed before step 13. A driver may then commit without waiting for the
+// disk (SQLite: this one commit with synchronous=NORMAL; PostgreSQL: this one
+// transaction with synchronous_commit off; in both the next durable commit makes it
+// durable too). A driver that cannot relax one commit writes it as InsertSettled does.
 func InsertRecordOnce(c Call, s Settlement) InsertParams {
 	p := InsertSettled(c, s)
 	p.relaxed = true

@@ -15,7 +15,10 @@
 //     opened [WithClock] runs its statements with now() shifted by the clock's offset
 //     (store.Clock), so the database stays the one source of time.
 //   - synchronous_commit stays on: [Open] refuses a DSN that turns it off, because a
-//     watermark must be durable before the effect it guards.
+//     watermark must be durable before the effect it guards. The one exception is a
+//     record-once row (store.InsertRecordOnce), whose statement turns it off for its
+//     own transaction only (InvocationInsertRelaxed): a crash of the server may lose
+//     the last such rows, and the reads they recorded then run again.
 //   - [WithSchema] keeps the tables in one schema (search_path), so tests run each in a
 //     fresh schema. Migrations are embedded (migrations/NNN_name.{up,down}.sql) and
 //     applied by [Open] under an advisory lock.

@@ -67,7 +67,10 @@ func WithMaxConns(n int) Option {
 
 // Open connects to the database at dsn (a pgx connection string) and applies the
 // embedded migrations. synchronous_commit is left on (the server default) and
-// refused if the DSN turns it off: a watermark must be durable before the effect.
+// refused if the DSN turns it off: a watermark must be durable before the effect. Only
+// a relaxed insert (store.InsertParams.Relaxed) turns it off, for its own transaction
+// (InvocationInsertRelaxed in sql/queries.sql), as the SQLite store commits it with
+// synchronous=NORMAL.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	o := options{maxConns: max(4, runtime.NumCPU()), wakeFallback: DefaultWakeFallback}
 	for _, opt := range opts {
@@ -183,15 +186,7 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	var owner, leaseUS any // NULL unless RUNNING
-	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
-		owner, leaseUS = o, lease.Microseconds()
-	}
-	settled := p.Settlement()
-	inv, err := s.inserted(ctx, p, p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
-		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
-		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status()), settled.ReasonCode, nullJSON(settled.Outcome),
-		owner, leaseUS, p.Attempt(), p.Workspace)
+	inv, err := s.inserted(ctx, p)
 	if !errors.Is(err, store.ErrNotFound) {
 		return inv, err == nil, err
 	}
@@ -201,17 +196,36 @@ func (s *Store) InvocationInsert(ctx context.Context, p store.InsertParams) (*st
 	return inv, false, err
 }
 
-// inserted runs InvocationInsert's statement and returns the row it wrote: what the
-// statement returns (the id and the times the database chose) and the rest as p
-// inserted it (p.Row), not the 40 columns read back; ErrNotFound when the key was
+// inserted runs InvocationInsert's statement (InvocationInsertRelaxed's for a relaxed
+// insert: its commit does not wait for the WAL's flush) and returns the row it wrote:
+// what the statement returns (the id and the times the database chose) and the rest as
+// p inserted it (p.Row), not the 40 columns read back; ErrNotFound when the key was
 // taken.
-func (s *Store) inserted(ctx context.Context, p store.InsertParams, args ...any) (*store.Invocation, error) {
-	return first(s.decodedInvocations(ctx, invocationInsert, func(rows pgx.Rows) (*store.Invocation, error) {
+func (s *Store) inserted(ctx context.Context, p store.InsertParams) (*store.Invocation, error) {
+	insert, args := insertOf(p)
+	return first(s.decodedInvocations(ctx, insert, func(rows pgx.Rows) (*store.Invocation, error) {
 		r := rowReader{m: rows.Conn().TypeMap(), fds: rows.FieldDescriptions(), vals: rows.RawValues()}
 		inv := p.Row()
 		inv.ID, inv.LeaseExpiresAt, inv.CreatedAt, inv.UpdatedAt = r.integer(), r.nullTimestamp(), r.timestamp(), r.timestamp()
 		return inv, r.done()
 	}, args...))
+}
+
+// insertOf is the statement that inserts p and its arguments (insertedParams).
+func insertOf(p store.InsertParams) (query, []any) {
+	var owner, leaseUS any // NULL unless RUNNING
+	if o, lease := p.Lease(); p.Status() == store.StatusRunning {
+		owner, leaseUS = o, lease.Microseconds()
+	}
+	settled := p.Settlement()
+	insert := invocationInsert
+	if p.Relaxed() {
+		insert = invocationInsertRelaxed
+	}
+	return insert, []any{p.Key, p.Tenant, p.Principal, p.SessionID, p.RunID,
+		p.Step, p.CallID, p.Tool, p.ToolVersion, p.ToolSHA256, p.Idempotency, p.IdempotentWhen, nullJSON(p.Args), p.ArgsHash,
+		p.OriginTrust, p.ArgumentTrust, p.Mode, p.Decision, string(p.Status()), settled.ReasonCode, nullJSON(settled.Outcome),
+		owner, leaseUS, p.Attempt(), p.Workspace}
 }
 
 func (s *Store) InvocationGet(ctx context.Context, id int64) (*store.Invocation, error) {

@@ -105,6 +105,61 @@ func TestOpen_SynchronousCommitOn(t *testing.T) {
 	}
 }
 
+// TestInsertRelaxed_OnlyItsOwnCommit: a record-once row's statement turns
+// synchronous_commit off for its own transaction (so its commit does not wait for the
+// WAL's flush), and the pooled connection it ran on is back to on for every later
+// statement: a watermark after it is durable before its effect.
+func TestInsertRelaxed_OnlyItsOwnCommit(t *testing.T) {
+	s := newTestStore(t, WithMaxConns(1)) // every statement on the same connection
+	ctx := t.Context()
+	show := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) string {
+		t.Helper()
+		var v string
+		if err := q.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	call := func(key string) store.Call {
+		return store.Call{Key: key, Tenant: "t", RunID: "r", CallID: key, Tool: "read", Args: []byte(`{}`)}
+	}
+	done := store.SettleSucceeded([]byte(`{"ok":true}`))
+
+	insert, args := insertOf(store.InsertRecordOnce(call("in-a-transaction"), done))
+	if insert != invocationInsertRelaxed {
+		t.Fatal("a record-once row is not inserted by InvocationInsertRelaxed")
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, insert.sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	if v := show(tx); v != "off" {
+		t.Fatalf("in the relaxed insert's transaction synchronous_commit = %s, want off", v)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := show(s.pool); v != "on" {
+		t.Fatalf("after the relaxed insert's transaction synchronous_commit = %s, want on", v)
+	}
+
+	if _, inserted, err := s.InvocationInsert(ctx, store.InsertRecordOnce(call("autocommit"), done)); err != nil || !inserted {
+		t.Fatalf("record once: inserted %v, %v", inserted, err)
+	}
+	if v := show(s.pool); v != "on" {
+		t.Fatalf("after a record-once insert synchronous_commit = %s, want on", v)
+	}
+	if insert, _ := insertOf(store.InsertSettled(call("settled"), done)); insert != invocationInsert {
+		t.Fatal("a settled row that is not record-once is inserted relaxed")
+	}
+}
+
 func TestOpen_SchemaIsolated(t *testing.T) {
 	s := newTestStore(t)
 	var where string

@@ -27,6 +27,7 @@ var queries = sqlfile.MustLoad(sqlFiles, "sql/*.sql")
 
 var (
 	invocationInsertSQL                 = queries.Get("InvocationInsert")
+	invocationInsertRelaxedSQL          = queries.Get("InvocationInsertRelaxed")
 	invocationGetSQL                    = queries.Get("InvocationGet")
 	invocationGetByKeySQL               = queries.Get("InvocationGetByKey")
 	invocationGetByResumeTokenSQL       = queries.Get("InvocationGetByResumeToken")
@@ -93,12 +94,16 @@ func compile(sql string, names ...string) query {
 var auditParams = []string{"audit_tenant", "audit_kind", "audit_principal", "audit_session_id", "audit_mode",
 	"audit_tool", "audit_key", "audit_detail"}
 
+// insertedParams are the names of insertedValues, in the order InvocationInsert passes them.
+var insertedParams = []string{"key", "tenant", "principal", "session_id", "run_id",
+	"step_number", "call_id", "tool", "tool_version", "tool_sha256", "idempotency", "idempotent_when", "args", "args_hash",
+	"origin_trust", "argument_trust", "mode", "decision", "status", "reason_code", "outcome",
+	"lease_owner", "lease_us", "attempt", "workspace"}
+
 // The statements, compiled; each list of names is the order of the arguments.
 var (
-	invocationInsert = compile(invocationInsertSQL, "key", "tenant", "principal", "session_id", "run_id",
-		"step_number", "call_id", "tool", "tool_version", "tool_sha256", "idempotency", "idempotent_when", "args", "args_hash",
-		"origin_trust", "argument_trust", "mode", "decision", "status", "reason_code", "outcome",
-		"lease_owner", "lease_us", "attempt", "workspace")
+	invocationInsert           = compile(invocationInsertSQL, insertedParams...)
+	invocationInsertRelaxed    = compile(invocationInsertRelaxedSQL, insertedParams...)
 	invocationGet              = compile(invocationGetSQL, "id")
 	invocationGetByKey         = compile(invocationGetByKeySQL, "key")
 	invocationGetByResumeToken = compile(invocationGetByResumeTokenSQL, "token")

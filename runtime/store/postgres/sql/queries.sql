@@ -40,13 +40,38 @@ t.status = 'RUNNING' AND t.suspended_at IS NULL AND t.lease_expires_at < now()
 t.status = 'PENDING' AND (t.decision = 'allow'
 	OR (t.decision = 'needs_approval' AND EXISTS (SELECT 1 FROM approvals AS a WHERE a.key = t.key AND a.approved)))
 
--- name: InvocationInsert
-INSERT INTO tool_invocations (key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
+-- name: insertedColumns
+-- insertedColumns are the columns InvocationInsert and InvocationInsertRelaxed write
+-- from their parameters, then created_at and updated_at.
+key, tenant, principal, session_id, run_id, step_number, call_id, tool, tool_version,
 	tool_sha256, idempotency, idempotent_when, args, args_hash, origin_trust, argument_trust, mode, decision, status,
-	reason_code, outcome, lease_owner, lease_expires_at, attempt, created_at, updated_at, workspace)
-VALUES (@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
+	reason_code, outcome, lease_owner, lease_expires_at, attempt, workspace, created_at, updated_at
+
+-- name: insertedValues
+-- insertedValues are the values of insertedColumns but the two times.
+@key, @tenant, @principal, @session_id, @run_id, @step_number, @call_id, @tool, @tool_version,
 	@tool_sha256, @idempotency, @idempotent_when, @args, @args_hash, @origin_trust, @argument_trust, @mode, @decision, @status, @reason_code,
-	@outcome, @lease_owner, {{leaseEnd}}, @attempt, now(), now(), @workspace)
+	@outcome, @lease_owner, {{leaseEnd}}, @attempt, @workspace
+
+-- name: InvocationInsert
+INSERT INTO tool_invocations ({{insertedColumns}})
+VALUES ({{insertedValues}}, now(), now())
+ON CONFLICT (key) DO NOTHING
+RETURNING id, lease_expires_at, created_at, updated_at
+
+-- name: InvocationInsertRelaxed
+-- InvocationInsertRelaxed is InvocationInsert committed without waiting for the WAL's
+-- flush (store.InsertParams.Relaxed: the record-once row of an idempotent read, whose
+-- loss would only mean the read runs again). set_config(..., true) sets
+-- synchronous_commit for the statement's own transaction, which commits right after
+-- it, and never for the connection's later statements; the CTE runs because the row's
+-- created_at reads it (now() is the transaction's start either way). A crash of the
+-- server loses at most the last few hundred milliseconds of such rows (the WAL
+-- writer's delay, three times over), a crash of the client none; a later synchronous
+-- commit makes them durable too, as the WAL is flushed in order.
+WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO tool_invocations ({{insertedColumns}})
+VALUES ({{insertedValues}}, (SELECT now() FROM relaxed), now())
 ON CONFLICT (key) DO NOTHING
 RETURNING id, lease_expires_at, created_at, updated_at
 
