@@ -52,14 +52,10 @@ type walState struct {
 }
 
 func startCheckpointer(dsn string) (*checkpointer, error) {
-	db, err := sql.Open("sqlite", dsn)
+	db, err := oneConnection(dsn)
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 	c := &checkpointer{db: db, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c, nil

@@ -108,14 +108,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	dsn := "file:" + uriEscaper.Replace(path) + "?" + connParams
-	write, err := sql.Open("sqlite", dsn)
+	write, err := oneConnection(dsn)
 	if err != nil {
 		return nil, err
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -131,16 +127,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
-	relaxed, err := sql.Open("sqlite", strings.Replace(dsn, "synchronous(FULL)", "synchronous(NORMAL)", 1))
+	relaxed, err := oneConnection(strings.Replace(dsn, "synchronous(FULL)", "synchronous(NORMAL)", 1))
 	if err != nil {
 		write.Close()
 		read.Close()
 		return nil, err
 	}
-	relaxed.SetMaxOpenConns(1)
-	relaxed.SetMaxIdleConns(1)
-	relaxed.SetConnMaxLifetime(0)
-	relaxed.SetConnMaxIdleTime(0)
 	s := &Store{path: path, write: write, relaxed: relaxed, read: read, hub: newHub(), clock: newClocked(o.clock),
 		pointWriter: make(chan struct{}, 1)}
 	if err := s.prepare(ctx); err != nil {
@@ -152,6 +144,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// oneConnection opens a pool of exactly one connection, kept open for the store's
+// life: the writer, the relaxed writer and the checkpointer each have one.
+func oneConnection(dsn string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
 }
 
 // prepare prepares every statement once, after the migrations (the tables must
