@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 // args_hash, call_id, args and token varying per call), on connections opened with
 // the store's own settings (connParams of sqlite.go: WAL, synchronous=FULL,
 // busy_timeout, _txlock=immediate; one writer connection, `readers` query_only
-// readers, reads on the readers as in the store). The loop is the floor of those
+// readers, reads on the readers as in the store, and a record-once row on a second
+// writer connection at synchronous=NORMAL, as the store writes it). The loop is the floor of those
 // statements: prepared once, each write an autocommit statement, all under
 // context.Background() (as the store now runs them; see its doc). Each side runs
 // TOOLGEN_BENCH_CELL (5s) in all, in one-second slices interleaved with the other
@@ -40,14 +42,14 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
 	r := newSQLiteRig(b, preloadRows)
-	p, write, read, queries := r.p, r.write, r.read, r.queries
+	p, write, queries := r.p, r.write, r.queries
 	checkpoint := func() {
 		if _, err := write.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, c := range Classes {
-		raw, err := newRawSQLite(ctx, c, capture(b, c), queries, write, read)
+		raw, err := newRawSQLite(ctx, c, capture(b, c), queries, r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,9 +84,9 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 // migrated, preload settled rows written), a pipeline on it, and the raw loops' own
 // pools opened as the store opens its own (the driver's connParams and readers).
 type sqliteRig struct {
-	p           *runtime.Pipeline
-	write, read *sql.DB
-	queries     map[string]string
+	p                    *runtime.Pipeline
+	write, relaxed, read *sql.DB // relaxed: synchronous=NORMAL, for record-once rows
+	queries              map[string]string
 }
 
 func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
@@ -105,15 +107,20 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 	}
 	tb.Cleanup(func() { st.Close() })
 	dsn := "file:" + path + "?" + settings["connParams"]
-	write, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		tb.Fatal(err)
+	oneConnection := func(dsn string) *sql.DB {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		return db
 	}
-	tb.Cleanup(func() { write.Close() })
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
+	write := oneConnection(dsn)
+	relaxed := oneConnection(strings.Replace(dsn, "synchronous(FULL)", "synchronous(NORMAL)", 1))
 	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		tb.Fatal(err)
@@ -131,7 +138,7 @@ func newSQLiteRig(tb testing.TB, preload int) *sqliteRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &sqliteRig{p: p, write: write, read: read, queries: queries}
+	return &sqliteRig{p: p, write: write, relaxed: relaxed, read: read, queries: queries}
 }
 
 // sqlitePreloadSQL writes ?1 settled rows of distinct keys, runs and argument hashes
@@ -171,7 +178,8 @@ type rawSQLite struct {
 // lease_expires_at, created_at, updated_at).
 const insertReturns = 4
 
-func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, write, read *sql.DB) (*rawSQLite, error) {
+func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, rig *sqliteRig) (*rawSQLite, error) {
+	write, read := rig.write, rig.read
 	r := &rawSQLite{calls: calls, write: write, read: read}
 	rows, err := read.QueryContext(ctx, queries["invocationGetByKeySQL"], sql.Named("key", ""))
 	if err != nil {
@@ -186,8 +194,11 @@ func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[s
 	for _, sc := range calls {
 		name, args := namedArgs(sc)
 		db, isRead := write, sc.Method == "InvocationPriorCalls" || sc.Method == "InvocationGetByKey"
-		if isRead {
+		switch {
+		case isRead:
 			db = read
+		case sc.Method == "InvocationInsert" && sc.Insert.Relaxed():
+			db = rig.relaxed // the store-shaped side writes it on write, as the store did then
 		}
 		query := queries[name]
 		var pos *sqlfile.Positional
