@@ -408,7 +408,6 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 	if err := s.checkpoints.close(); err != nil {
 		t.Fatal(err)
 	}
-	walPages := func() int64 { return walPages(t, s) }
 	// the backstop, and what the commit that crossed it wrote
 	const bound = autocheckpointPages + 500
 	call := func(key string) store.Call {
@@ -420,7 +419,7 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := walPages(); n > bound {
+	if n := walPages(t, s); n > bound {
 		t.Fatalf("after 3,000 records the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
 	}
 	for i := range 2000 { // write calls: a claim insert and two fenced writes each
@@ -437,7 +436,7 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := walPages(); n > bound {
+	if n := walPages(t, s); n > bound {
 		t.Fatalf("after 2,000 write calls the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
 	}
 }
