@@ -192,10 +192,7 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 	if r := o.Result; r != nil {
 		rw := &resultJSON{OK: r.OK, Trust: r.Trust}
 		if len(r.Structured) > 0 {
-			if !json.Valid(r.Structured) {
-				return nil, fmt.Errorf("runtime: outcome %s: structured result is not valid JSON", o.CallID)
-			}
-			rw.Structured = json.RawMessage(r.Structured)
+			rw.Structured = json.RawMessage(r.Structured) // json.Marshal checks it
 		}
 		for _, it := range r.Content {
 			rw.Content = append(rw.Content, itemToJSON(it))
@@ -208,7 +205,13 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 		}
 		w.Result = rw
 	}
-	return json.Marshal(w)
+	b, err := json.Marshal(w)
+	if err != nil {
+		// Every other field is a string, a number, a bool or a struct of them: only the
+		// structured result, raw JSON, can fail.
+		return nil, fmt.Errorf("runtime: outcome %s: structured result is not valid JSON: %w", o.CallID, err)
+	}
+	return b, nil
 }
 
 // UnmarshalJSON reads the stored form of an outcome. Unknown fields are ignored (a later
@@ -288,13 +291,22 @@ func normalizeResult(r ToolResult) ToolResult {
 // normalizeJSON returns raw as encoding/json writes a json.RawMessage value: compact, with
 // <, >, & and U+2028/U+2029 escaped. A value stored this way reads back byte for byte.
 func normalizeJSON(raw []byte) ([]byte, error) {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
+	compact := bytes.NewBuffer(make([]byte, 0, len(raw)))
+	if err := json.Compact(compact, raw); err != nil {
 		return nil, err
+	}
+	if !needsHTMLEscape(compact.Bytes()) { // what encoding/json writes is escaped already
+		return compact.Bytes(), nil
 	}
 	var esc bytes.Buffer
 	json.HTMLEscape(&esc, compact.Bytes())
 	return esc.Bytes(), nil
+}
+
+// needsHTMLEscape reports whether json.HTMLEscape would change b: whether it holds <, >,
+// & or the UTF-8 of U+2028 or U+2029.
+func needsHTMLEscape(b []byte) bool {
+	return bytes.ContainsAny(b, "<>&") || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
 // validUTF8 replaces each byte of s that is not part of a valid UTF-8 sequence by U+FFFD,

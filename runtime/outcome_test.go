@@ -184,4 +184,29 @@ func TestOutcome_MarshalRefusesInvalidStructured(t *testing.T) {
 	if _, err := json.Marshal(o); err == nil {
 		t.Fatal("invalid structured JSON was stored")
 	}
+	if _, err := o.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "outcome c: structured result is not valid JSON") {
+		t.Fatalf("MarshalJSON: %v, want the structured result named", err)
+	}
+}
+
+// normalizeJSON skips json.HTMLEscape when it would change nothing; the bytes must be
+// what compacting and escaping give.
+func TestNormalizeJSON_AsCompactThenEscape(t *testing.T) {
+	for _, raw := range []string{
+		`{"a": 1}`, ` [ "x" , {"b":null} ] `, `{"html":"<b>"}`, `{"amp":"a&b"}`, `{"gt":">"}`, "{\"ls\":\"a\u2028b\"}", "{\"ps\":\"c\u2029d\"}",
+		`"plain"`, `{"esc":"\u003c already"}`, "{\"bad\":\"\xff\"}", `{"k":"\u00e9"}`,
+	} {
+		var compact, want bytes.Buffer
+		if err := json.Compact(&compact, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		json.HTMLEscape(&want, compact.Bytes())
+		got, err := normalizeJSON([]byte(raw))
+		if err != nil || !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("normalizeJSON(%q) = %q, %v; want %q", raw, got, err, want.Bytes())
+		}
+	}
+	if _, err := normalizeJSON([]byte(`{"a":`)); err == nil {
+		t.Error("invalid JSON normalized")
+	}
 }
