@@ -23,10 +23,12 @@ func DecodeArgs(raw json.RawMessage, into any) error {
 	}
 	d := argsDecoders.Get().(*argsDecoder)
 	d.src.Reset(raw)
+	start := d.dec.InputOffset() // the decoder counts the bytes of all its values
 	err := d.dec.Decode(into)
-	if err == nil && d.src.Len() == 0 && !d.dec.More() {
-		// Only a decoder that read all of raw and no more is reused: one that failed
-		// keeps its error, and one that stopped early keeps raw's rest buffered.
+	if err == nil && d.src.Len() == 0 && d.dec.InputOffset()-start == int64(len(raw)) {
+		// Only a decoder whose value ended exactly at raw's end is reused: one that
+		// failed keeps its error, and one that stopped early keeps raw's rest (even
+		// spaces) buffered for its next value.
 		d.src.Reset(nil)
 		argsDecoders.Put(d)
 	}

@@ -48,6 +48,7 @@ func TestDecodeArgs_EachCallStandsAlone(t *testing.T) {
 		{raw: `{"n":3}`, want: args{N: 3, Key: "d"}},
 		{raw: `{"n":"x"}`, err: "cannot unmarshal string"},
 		{raw: `{"n":4} {"n":99,"bogus":1}`, want: args{N: 4, Key: "d"}}, // the first value only
+		{raw: `{"n":8}}`, want: args{N: 8, Key: "d"}}, // a stray closing brace after the value
 		{raw: `{"key":"b"}`, want: args{N: 0, Key: "b"}},
 		{raw: `{"n":5`, err: "unexpected EOF"},
 		{raw: ` null `, want: args{Key: "d"}},
@@ -132,4 +133,45 @@ func TestWithEmptySlices_OnlyTypesThatNeedIt(t *testing.T) {
 			t.Errorf("%T: %s, %v; want %s", c.v, b, err, c.want)
 		}
 	}
+}
+
+// FuzzDecodeArgs decodes two documents in a row through DecodeArgs, whose decoders are
+// reused, and each also through a fresh json.Decoder: the value and whether it failed
+// must agree, so nothing one call leaves in a reused decoder reaches the next.
+func FuzzDecodeArgs(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"n":1,"s":"a"}`, `{"n":2}`},
+		{`{"n":1} {"x":2}`, `{"s":"b"}`},
+		{`{"n":`, `{"n":3}`},
+		{`{"x":1}`, `{"l":[1,2]}`},
+		{`null`, ` `},
+		{`[1]`, `"s"`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	type args struct {
+		N int      `json:"n"`
+		S string   `json:"s"`
+		L []int    `json:"l"`
+		M *float64 `json:"m"`
+	}
+	fresh := func(raw string) (args, bool) {
+		var a args
+		if t := strings.TrimSpace(raw); t == "" || t == "null" {
+			raw = "{}"
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.DisallowUnknownFields()
+		return a, dec.Decode(&a) == nil
+	}
+	f.Fuzz(func(t *testing.T, first, second string) {
+		for _, raw := range []string{first, second, first} {
+			var got args
+			err := DecodeArgs([]byte(raw), &got)
+			want, ok := fresh(raw)
+			if (err == nil) != ok || (ok && !reflect.DeepEqual(got, want)) {
+				t.Fatalf("DecodeArgs(%q) = %+v, %v; a fresh decoder: %+v, ok %v", raw, got, err, want, ok)
+			}
+		}
+	})
 }

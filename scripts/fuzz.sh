@@ -52,6 +52,7 @@ TARGETS=(
 	"./mcp/upstream FuzzNormalizeNameGrammar"
 	"./internal/canonjson FuzzCanonicalJSON"
 	"./runtime FuzzIdempotencyKey"
+	"./runtime FuzzDecodeArgs"
 	"./runtime FuzzExcerpt"
 	"./runtime FuzzExcerptResult"
 	"./runtime FuzzEnvelope"
