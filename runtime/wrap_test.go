@@ -48,7 +48,7 @@ func TestDecodeArgs_EachCallStandsAlone(t *testing.T) {
 		{raw: `{"n":3}`, want: args{N: 3, Key: "d"}},
 		{raw: `{"n":"x"}`, err: "cannot unmarshal string"},
 		{raw: `{"n":4} {"n":99,"bogus":1}`, want: args{N: 4, Key: "d"}}, // the first value only
-		{raw: `{"n":8}}`, want: args{N: 8, Key: "d"}}, // a stray closing brace after the value
+		{raw: `{"n":8}}`, want: args{N: 8, Key: "d"}},                   // a stray closing brace after the value
 		{raw: `{"key":"b"}`, want: args{N: 0, Key: "b"}},
 		{raw: `{"n":5`, err: "unexpected EOF"},
 		{raw: ` null `, want: args{Key: "d"}},
