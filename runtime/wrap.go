@@ -18,7 +18,7 @@ import (
 // pipeline validates against the schema first, so one here is a wiring error. Only the
 // first JSON value of raw is read, as by a json.Decoder.
 func DecodeArgs(raw json.RawMessage, into any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	d := argsDecoders.Get().(*argsDecoder)

@@ -38,7 +38,7 @@ func TestSQLiteCallsSmoke(t *testing.T) {
 	ctx := context.Background()
 	r := newSQLiteRig(t, 100)
 	for _, c := range Classes {
-		raw, err := newRawSQLite(ctx, c, capture(t, c), r.queries, r)
+		raw, err := newRawSQLite(ctx, c, capture(t, c), r)
 		if err != nil {
 			t.Fatal(err)
 		}

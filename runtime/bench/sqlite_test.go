@@ -42,14 +42,14 @@ func BenchmarkSQLiteCalls(b *testing.B) {
 	ctx := context.Background()
 	d := cellDuration(b)
 	r := newSQLiteRig(b, preloadRows)
-	p, write, queries := r.p, r.write, r.queries
+	p, write := r.p, r.write
 	checkpoint := func() {
 		if _, err := write.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, c := range Classes {
-		raw, err := newRawSQLite(ctx, c, capture(b, c), queries, r)
+		raw, err := newRawSQLite(ctx, c, capture(b, c), r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,8 +178,8 @@ type rawSQLite struct {
 // lease_expires_at, created_at, updated_at).
 const insertReturns = 4
 
-func newRawSQLite(ctx context.Context, c Class, calls []storeCall, queries map[string]string, rig *sqliteRig) (*rawSQLite, error) {
-	write, read := rig.write, rig.read
+func newRawSQLite(ctx context.Context, c Class, calls []storeCall, rig *sqliteRig) (*rawSQLite, error) {
+	write, read, queries := rig.write, rig.read, rig.queries
 	r := &rawSQLite{calls: calls, write: write, read: read}
 	rows, err := read.QueryContext(ctx, queries["invocationGetByKeySQL"], sql.Named("key", ""))
 	if err != nil {
