@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -82,6 +83,7 @@ func register() error {
 	vfs.FzName = name
 	vfs.FszOsFile = int32(stateOffset + stateSize)
 	vfs.FxOpen = cFunc(xOpen)
+	vfs.FxCurrentTimeInt64 = cFunc(xCurrentTimeInt64)
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, v, 0); rc != sqliteOK {
 		return fmt.Errorf("walvfs: sqlite3_vfs_register: code %d", rc)
 	}
@@ -103,6 +105,19 @@ func goFunc[F any](p uintptr) F { return *(*F)(unsafe.Pointer(&p)) }
 func bytesAt(p uintptr, n int32) []byte { return unsafe.Slice((*byte)(ptr(p)), n) }
 
 func state(file uintptr) *walFile { return (*walFile)(ptr(file + stateOffset)) }
+
+// julianUnixEpochMs is the Unix epoch as SQLite's clock counts: the Julian day number
+// of 1970-01-01T00:00Z (2440587.5) in milliseconds.
+const julianUnixEpochMs = 24405875 * 8640000
+
+// xCurrentTimeInt64 is SQLite's clock ('now', unixepoch(), CURRENT_TIMESTAMP): the time
+// in milliseconds since the Julian epoch, as the unix VFS gives it, from Go's clock. The
+// unix VFS asks for it with a clock_gettime system call (the translated C library makes
+// the call itself, without the vDSO); time.Now does not enter the kernel.
+func xCurrentTimeInt64(_ *libc.TLS, _ uintptr, now uintptr) int32 {
+	*(*int64)(ptr(now)) = julianUnixEpochMs + time.Now().UnixMilli()
+	return sqliteOK
+}
 
 // xOpen opens every file through the unix VFS and gives a WAL file the methods below.
 func xOpen(tls *libc.TLS, _ uintptr, name uintptr, file uintptr, flags int32, outFlags uintptr) int32 {

@@ -7,13 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"modernc.org/libc"
 	_ "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // open opens path through the VFS (or the unix VFS when plain) with the store's WAL
 // settings and spilling off, one connection per pool.
-func open(t *testing.T, path string, plain bool, extra string) *sql.DB {
+func open(t testing.TB, path string, plain bool, extra string) *sql.DB {
 	t.Helper()
 	if err := Register(); err != nil {
 		t.Fatal(err)
@@ -161,5 +164,69 @@ func TestNoFrameWaitsOutsideACommit(t *testing.T) {
 	}
 	if err := b.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}
+
+// TestClockIsGos: SQLite's 'now' through the VFS is Go's clock, answered by the VFS's
+// own function, on the unix VFS's scale: read between two readings of Go's clock and of
+// the unix VFS's, it falls between each pair (millisecond resolution, as SQLite keeps).
+func TestClockIsGos(t *testing.T) {
+	if err := Register(); err != nil {
+		t.Fatal(err)
+	}
+	tls := libc.NewTLS()
+	defer tls.Close()
+	name, err := libc.CString(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer libc.Xfree(tls, name)
+	vfs := sqlite3.Xsqlite3_vfs_find(tls, name)
+	if vfs == 0 {
+		t.Fatal("the VFS is not registered")
+	}
+	if got, want := (*sqlite3.Tsqlite3_vfs)(ptr(vfs)).FxCurrentTimeInt64, cFunc(xCurrentTimeInt64); got != want {
+		t.Fatal("the VFS's clock is not xCurrentTimeInt64")
+	}
+
+	path := filepath.Join(t.TempDir(), "db")
+	ours, unix := open(t, path, false, ""), open(t, path, true, "")
+	const q = "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+	now := func(db *sql.DB) (ms int64) {
+		t.Helper()
+		if err := db.QueryRow(q).Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	for range 20 {
+		goBefore, unixBefore := time.Now().UnixMilli(), now(unix)
+		got := now(ours)
+		unixAfter, goAfter := now(unix), time.Now().UnixMilli()
+		if got < goBefore || got > goAfter || got < unixBefore || got > unixAfter {
+			t.Fatalf("SQLite's clock through the VFS read %d ms; Go's clock read %d and %d around it, the unix VFS's %d and %d",
+				got, goBefore, goAfter, unixBefore, unixAfter)
+		}
+	}
+}
+
+// BenchmarkClock reads SQLite's clock in a statement through the VFS and through the
+// unix VFS (issue 20: the unix VFS's system call, per statement that reads 'now').
+func BenchmarkClock(b *testing.B) {
+	for _, plain := range []bool{false, true} {
+		b.Run(map[bool]string{false: "vfs=" + Name, true: "vfs=unix"}[plain], func(b *testing.B) {
+			db := open(b, filepath.Join(b.TempDir(), "db"), plain, "")
+			st, err := db.Prepare("SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			var ms int64
+			for b.Loop() {
+				if err := st.QueryRow().Scan(&ms); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
