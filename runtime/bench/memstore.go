@@ -266,6 +266,24 @@ func (m *MemStore) SessionPinsCreate(_ context.Context, tenant, sessionID string
 	return m.pins[k], nil
 }
 
+// SessionMint pins a new session's catalog (its owner is the one tenant's).
+func (m *MemStore) SessionMint(_ context.Context, tenant, sessionID string, pins []store.ToolPin) error {
+	if err := store.ValidatePins(pins); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{tenant, sessionID}
+	if _, ok := m.pins[k]; ok {
+		return store.ErrConflict
+	}
+	if m.pins == nil {
+		m.pins = map[[2]string][]store.ToolPin{}
+	}
+	m.pins[k] = store.SortedPins(pins)
+	return nil
+}
+
 func (m *MemStore) SessionPinsForceEpoch(context.Context, store.PinEpoch) (int, error) {
 	return 0, ErrNotImplemented
 }

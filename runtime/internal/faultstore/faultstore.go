@@ -38,6 +38,7 @@ const (
 	// The session writes of migration 005 (SES-1).
 	SessionClaim          Point = "SessionClaim"
 	SessionPinsCreate     Point = "SessionPinsCreate"
+	SessionMint           Point = "SessionMint"
 	SessionPinsForceEpoch Point = "SessionPinsForceEpoch"
 )
 
@@ -45,7 +46,7 @@ const (
 var Points = []Point{
 	InsertRunning, InsertPending, InsertTerminal, Claim, Watermark, Settle, Release,
 	Suspend, Resume, Renew, Sweep, ResolveUncertain, ApprovalDecide, AuditAppend,
-	CatalogAppend, SessionModeSet, EventAppend, SessionClaim, SessionPinsCreate, SessionPinsForceEpoch,
+	CatalogAppend, SessionModeSet, EventAppend, SessionClaim, SessionPinsCreate, SessionMint, SessionPinsForceEpoch,
 }
 
 // Kind is a fault type (see the package documentation).
@@ -412,6 +413,13 @@ func (f *Store) SessionClaim(ctx context.Context, tenant, sessionID string) (boo
 	return inject(f, ctx, SessionClaim, func(ctx context.Context) (bool, error) {
 		return f.s.SessionClaim(ctx, tenant, sessionID)
 	})
+}
+
+func (f *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) error {
+	_, err := inject(f, ctx, SessionMint, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.s.SessionMint(ctx, tenant, sessionID, pins)
+	})
+	return err
 }
 
 func (f *Store) SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error) {

@@ -48,6 +48,7 @@ var (
 	sessionCatalogInsertSQL = queries.Get("SessionCatalogInsert")
 	sessionPinsInsertSQL    = queries.Get("SessionPinsInsert")
 	sessionPinsSQL          = queries.Get("SessionPins")
+	sessionMintSQL          = queries.Get("SessionMint")
 	sessionPinsDeleteSQL    = queries.Get("SessionPinsDelete")
 	sessionPinsEpochSQL     = queries.Get("SessionPinsEpoch")
 	sessionClaim            = compile(sessionClaimSQL, "session_id", "tenant")
@@ -55,6 +56,7 @@ var (
 	sessionCatalogInsert    = compile(sessionCatalogInsertSQL, "tenant", "session_id")
 	sessionPinsInsert       = compile(sessionPinsInsertSQL, "tenant", "session_id", "pins")
 	sessionPins             = compile(sessionPinsSQL, "tenant", "session_id")
+	sessionMint             = compile(sessionMintSQL, "session_id", "tenant", "pins")
 	sessionPinsDelete       = compile(sessionPinsDeleteSQL, "prefix")
 	sessionPinsEpoch        = compile(sessionPinsEpochSQL, "tenant", "pins")
 )
@@ -80,6 +82,24 @@ func (s *Store) SessionClaim(ctx context.Context, tenant, sessionID string) (boo
 		return false, err
 	}
 	return owner == tenant, nil
+}
+
+// SessionMint is one relaxed autocommit statement (SessionMint in sql/sessions.sql).
+func (s *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) error {
+	if sessionID == "" {
+		return fmt.Errorf("%w: a minted session needs a session id", store.ErrInvalid)
+	}
+	if err := store.ValidatePins(pins); err != nil {
+		return err
+	}
+	var catalogs int64
+	if err := s.queryRow(ctx, sessionMint, sessionID, tenant, store.PinsJSON(pins)).Scan(&catalogs); err != nil {
+		return err
+	}
+	if catalogs != 1 {
+		return fmt.Errorf("%w: session %q is not new", store.ErrConflict, sessionID)
+	}
+	return nil
 }
 
 func (s *Store) SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error) {

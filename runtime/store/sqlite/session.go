@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -129,6 +130,39 @@ func (s *Store) SessionPinsCreate(ctx context.Context, tenant, sessionID string,
 		return got, err
 	}
 	return store.SortedPins(pins), nil
+}
+
+// SessionMint writes the session's three rows in one transaction on the relaxed
+// connection (synchronous=NORMAL), while it holds the writer's, as a record-once row
+// is written (records.go): no fsync, and no read before or after.
+func (s *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) error {
+	if sessionID == "" {
+		return fmt.Errorf("%w: a minted session needs a session id", store.ErrInvalid)
+	}
+	if err := store.ValidatePins(pins); err != nil {
+		return err
+	}
+	hold, err := s.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer hold.Close()
+	m := &s.relaxedMint
+	err = inTx(ctx, s.relaxed, func(tx *sql.Tx) error {
+		id, owner := sql.Named("session_id", sessionID), sql.Named("tenant", tenant)
+		for _, stmt := range []*sql.Stmt{m.claim, m.catalogInsert} {
+			if n, err := execRows(ctx, tx.StmtContext(ctx, stmt), id, owner); err != nil || n == 0 {
+				return cmp.Or(err, fmt.Errorf("%w: session %q is not new", store.ErrConflict, sessionID))
+			}
+		}
+		_, err := execRows(ctx, tx.StmtContext(ctx, m.pinsInsert), owner, id, sql.Named("pins", store.PinsJSON(pins)))
+		return err
+	})
+	if err != nil {
+		// leave no transaction open on the connection, whatever SQLite did (writeShared)
+		s.relaxed.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return err
 }
 
 func (s *Store) SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error) {

@@ -25,10 +25,12 @@ type Store struct {
 	path  string
 	write *sql.DB // exactly one connection: the only writer of this process
 	// relaxed is one more writer connection, with synchronous=NORMAL, used only by
-	// insertRelaxed while it holds write's connection (so the two never write at once).
+	// insertRelaxed and SessionMint while they hold write's connection (so the two
+	// never write at once).
 	relaxed       *sql.DB
-	relaxedInsert *sql.Stmt // invocationInsertSQL, prepared on relaxed
-	read          *sql.DB   // read-only connections (WAL readers)
+	relaxedInsert *sql.Stmt                                            // invocationInsertSQL, prepared on relaxed
+	relaxedMint   struct{ claim, catalogInsert, pinsInsert *sql.Stmt } // SessionMint's, prepared on relaxed
+	read          *sql.DB                                              // read-only connections (WAL readers)
 	w             writeStmts
 	r             readStmts
 	stmts         []*sql.Stmt // all of w and r, for Close
@@ -201,6 +203,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &w.session.pinsInsert, sessionPinsInsertSQL, nil},
 		{s.write, &w.session.pinsDelete, sessionPinsDeleteSQL, nil},
 		{s.write, &w.session.pinsEpoch, sessionPinsEpochSQL, nil},
+		{s.relaxed, &s.relaxedMint.claim, sessionClaimSQL, nil},
+		{s.relaxed, &s.relaxedMint.catalogInsert, sessionCatalogInsertSQL, nil},
+		{s.relaxed, &s.relaxedMint.pinsInsert, sessionPinsInsertSQL, nil},
 
 		{s.read, &r.get, invocationGetSQL, nil},
 		{s.read, &r.getByKey, invocationGetByKeySQL, nil},

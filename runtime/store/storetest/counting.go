@@ -262,6 +262,11 @@ func (c *CountingStore) SessionPinsCreate(ctx context.Context, tenant, sessionID
 	return c.s.SessionPinsCreate(ctx, tenant, sessionID, pins)
 }
 
+func (c *CountingStore) SessionMint(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) error {
+	c.count("SessionMint")
+	return c.s.SessionMint(ctx, tenant, sessionID, pins)
+}
+
 func (c *CountingStore) SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error) {
 	c.count("SessionPinsForceEpoch")
 	return c.s.SessionPinsForceEpoch(ctx, e)

@@ -22,6 +22,7 @@ var sessionTests = []struct {
 	{"SessionPins_KeyedByTenantAndSession", testSessionPinsKeyedByTenant},
 	{"SessionPins_Invalid_WritesNothing", testSessionPinsInvalid},
 	{"SessionPins_ForceEpoch_RepinsOnlyThePrefix", testSessionPinsForceEpoch},
+	{"SessionMint_OwnsAndPinsAtOnce_OnlyANewID", testSessionMint},
 	{"BreakerCounts_ScopedToTenant", testBreakerCountsScopedToTenant},
 }
 
@@ -253,5 +254,57 @@ func testBreakerCountsScopedToTenant(t *testing.T, e *env) {
 	}
 	if c := e.breaker(t, "tenant-a", "run-t", "h-t"); c != (store.BreakerCounts{Total: 3, Denied: 2, Uncertain: true}) {
 		t.Fatalf("tenant-a's counts %+v", c)
+	}
+}
+
+// testSessionMint: a minted session is its tenant's and pinned, as a claim and a pins
+// create would leave it, in one write; an id the store knows in any way is refused
+// with nothing written.
+func testSessionMint(t *testing.T, e *env) {
+	pins := []store.ToolPin{{Tool: "mcp.a.t", SHA256: "a1"}, {Tool: "demo.t", SHA256: "d1"}}
+	want := fmt.Sprint(store.SortedPins(pins))
+	noErr(t, "mint", e.s.SessionMint(e.ctx, "tenant-a", "m1", pins))
+	if !claim(t, e.other, e, "tenant-a", "m1") || claim(t, e.other, e, "tenant-b", "m1") {
+		t.Fatal("a minted session is not its tenant's alone")
+	}
+	if got, pinned := pinsOf(t, e.other, e, "tenant-a", "m1"); !pinned || fmt.Sprint(got) != want {
+		t.Fatalf("a minted session's catalog: %v (pinned %v), want %v", got, pinned, want)
+	}
+	if got, err := e.s.SessionPinsCreate(e.ctx, "tenant-a", "m1", pins[:1]); err != nil || fmt.Sprint(got) != want {
+		t.Fatalf("a later pin of a minted session got %v, %v; want the minted catalog %v", got, err, want)
+	}
+	noErr(t, "mint an empty catalog", e.s.SessionMint(e.ctx, "tenant-a", "m-empty", nil))
+	if got, pinned := pinsOf(t, e.s, e, "tenant-a", "m-empty"); !pinned || len(got) != 0 {
+		t.Fatalf("a minted empty catalog: %v (pinned %v)", got, pinned)
+	}
+
+	// Known ids: minted, claimed, or pinned without an owner.
+	noErr(t, "claim", func() error { _, err := e.s.SessionClaim(e.ctx, "tenant-a", "claimed"); return err }())
+	_, err := e.s.SessionPinsCreate(e.ctx, "tenant-a", "pinned", pins[:1])
+	noErr(t, "pin", err)
+	for _, c := range []struct{ tenant, id string }{{"tenant-a", "m1"}, {"tenant-b", "m1"}, {"tenant-a", "claimed"}, {"tenant-a", "pinned"}} {
+		wantErr(t, "mint "+c.id+" for "+c.tenant, e.other.SessionMint(e.ctx, c.tenant, c.id, pins), store.ErrConflict)
+	}
+	if got, _ := pinsOf(t, e.s, e, "tenant-a", "m1"); fmt.Sprint(got) != want {
+		t.Fatalf("a refused mint changed the catalog to %v", got)
+	}
+	if _, pinned := pinsOf(t, e.s, e, "tenant-a", "claimed"); pinned {
+		t.Fatal("a refused mint pinned a claimed session")
+	}
+	if !claim(t, e.s, e, "tenant-b", "pinned") {
+		t.Fatal("a refused mint recorded an owner for a session pinned without one")
+	}
+
+	for name, c := range map[string]struct {
+		id   string
+		pins []store.ToolPin
+	}{
+		"empty session id": {"", pins},
+		"duplicate pins":   {"bad", []store.ToolPin{{Tool: "demo.t", SHA256: "x"}, {Tool: "demo.t", SHA256: "y"}}},
+	} {
+		wantErr(t, name, e.s.SessionMint(e.ctx, "tenant-a", c.id, c.pins), store.ErrInvalid)
+	}
+	if !claim(t, e.s, e, "tenant-b", "bad") {
+		t.Fatal("a refused mint recorded an owner")
 	}
 }

@@ -37,6 +37,30 @@ ON CONFLICT (tenant, session_id) DO NOTHING
 INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
 SELECT @tenant, @session_id, p.tool, p.sha256 FROM jsonb_to_recordset(@pins::jsonb) AS p(tool text, sha256 text)
 
+-- name: SessionMint
+-- SessionMint records a minted session (store.Store.SessionMint) in one statement,
+-- committed as InvocationInsertRelaxed is (synchronous_commit off for its own
+-- transaction only). Each insert takes the row the one before it wrote, so an id the
+-- store knows writes nothing: not as an owner (ON CONFLICT), not as a catalog (NOT
+-- EXISTS; only two writers racing with one random id could get past both, and then
+-- the loser writes its owner row alone). One row: the catalogs written, 1 for a new id.
+WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+owner AS (
+	INSERT INTO sessions (session_id, tenant)
+	SELECT @session_id, @tenant FROM relaxed
+	WHERE NOT EXISTS (SELECT 1 FROM session_catalogs WHERE tenant = @tenant AND session_id = @session_id)
+	ON CONFLICT (session_id) DO NOTHING
+	RETURNING session_id),
+catalog AS (
+	INSERT INTO session_catalogs (tenant, session_id) SELECT @tenant, session_id FROM owner
+	ON CONFLICT (tenant, session_id) DO NOTHING
+	RETURNING session_id),
+pins AS (
+	INSERT INTO session_pins (tenant, session_id, tool, schema_sha256)
+	SELECT @tenant, c.session_id, p.tool, p.sha256
+	FROM catalog AS c, jsonb_to_recordset(@pins::jsonb) AS p(tool text, sha256 text))
+SELECT count(*) FROM catalog
+
 -- name: SessionPins
 -- SessionPins reads a catalog in one statement (one snapshot): no row is "not
 -- pinned", one row with a NULL tool is the empty catalog.
