@@ -73,9 +73,11 @@ func (h *Host) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Options.Sessions is left to default to the pipeline's store, h.st: so a session the
+	// server mints is recorded, owner and pins, in one write (mcp/server, Registry.Mint).
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
 		PrincipalOf: identity.PrincipalFrom, WorkspaceFor: h.workspaces.For, Logger: h.log,
-		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
+		MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes
 	}

@@ -16,9 +16,11 @@ func (h *Host) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Options.Sessions is left to default to the pipeline's store, h.st: so a session the
+	// server mints is recorded, owner and pins, in one write (mcp/server, Registry.Mint).
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
 		WorkspaceFor: h.workspaces.For, SessionID: h.cfg.Session, Logger: h.log,
-		Sessions: h.st, MaxCachedSessions: h.cfg.MaxCachedSessions}
+		MaxCachedSessions: h.cfg.MaxCachedSessions}
 	if h.modes != nil {
 		opts.Modes = h.modes
 	}

@@ -252,6 +252,7 @@ type PinStore interface {
 	SessionPinsGet(ctx context.Context, tenant, sessionID string) ([]store.ToolPin, bool, error)
 	SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) ([]store.ToolPin, error)
 	SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error)
+	SessionMint(ctx context.Context, tenant, sessionID string, pins []store.ToolPin) error
 }
 
 // Bounds of the memory a registry keeps (SEC-2).
@@ -369,6 +370,35 @@ func (r *Registry) Pin(ctx context.Context, k SessionKey) (Catalog, error) {
 		r.mu.RUnlock()
 		return c, nil
 	}
+}
+
+// Mint pins k, a session id the server minted for a request that named none (MCP-10),
+// to the current catalog, and records k.Tenant as its owner in the PinStore: one
+// relaxed commit (store.Store.SessionMint) and no read, where a session named by its
+// client costs a claim and a pin. Use it only when the PinStore is where sessions'
+// owners are kept (mcp/server does when its owners are the pipeline's store). It
+// reports false, doing nothing, without a PinStore: the caller claims and pins k as
+// any session. ErrConflict (wrapped) if the store knows k.ID already.
+func (r *Registry) Mint(ctx context.Context, k SessionKey) (bool, error) {
+	r.mu.RLock()
+	ps, epoch := r.pins, r.epoch
+	r.mu.RUnlock()
+	if ps == nil || k.ID == "" {
+		return false, nil
+	}
+	pins := r.currentPins(k.Tenant)
+	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pins); err != nil {
+		return false, fmt.Errorf("runtime: mint session %q: %w", k.ID, err)
+	}
+	c := r.catalogOf(pins)
+	// As in Pin: after a forced epoch in between, the session's first Pin reads its
+	// catalog back from the store instead.
+	r.mu.RLock()
+	if r.epoch == epoch {
+		r.cache.AddIfAbsent(k, c)
+	}
+	r.mu.RUnlock()
+	return true, nil
 }
 
 // pinInMemory pins k's catalog without a PinStore.

@@ -42,7 +42,11 @@
 // TOOLGEN_BENCH_CALLERS, the caller counts, comma-separated (default "1,4");
 // TOOLGEN_BENCH_SLICES=1 prints each slice; TOOLGEN_BENCH_ADAPTER_IDLE=N gives the
 // adapter an HTTP client keeping N idle connections per host instead of
-// http.DefaultClient's 2 (a what-if: `toolrun serve` uses the default). GOGC applies
+// http.DefaultClient's 2 (a what-if: `toolrun serve` uses the default);
+// TOOLGEN_BENCH_TOOLGEN_PROTOCOL=2026-07-28 makes toolgen's client speak the stateless
+// revision, as the go-sdk client does by default, echoing no session, so that toolgen
+// mints one for every call (the other sides stay at 2025-11-25: the upstream and the
+// relay are the go-sdk's stateful servers, which refuse it). GOGC applies
 // as usual (the go-sdk's garbage makes it matter). Run it with -benchtime 1x, and -v:
 // without it `go test` cuts a benchmark's log to 10 lines, and the tables are longer:
 //

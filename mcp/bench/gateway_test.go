@@ -277,7 +277,7 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	// toolgen: toolrun and the upstream it spawned when it connected the server; direct:
 	// the bench client spawning its own upstream. With an HTTP upstream both (and the
 	// relay) are charged the one upstream process, and direct calls it.
-	r.toolgen = mcpSide("toolgen", tool, connect(tb, ctx, "http://"+tr.addr+"/mcp", hc))
+	r.toolgen = mcpSide("toolgen", tool, connectToolgen(tb, ctx, "http://"+tr.addr+"/mcp", hc))
 	r.procs = append(r.procs, tr)
 	upstreamOf := func(parent *proc) int { return r.addChild(parent, upBin) }
 	if httpUpstream {

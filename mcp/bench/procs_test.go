@@ -93,7 +93,7 @@ func procsRig(tb testing.TB) *rig {
 	tb.Cleanup(hc.CloseIdleConnections)
 	return &rig{
 		direct:  mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
-		toolgen: mcpSide("toolgen", names.Wire("mcp."+serverID+".lookup"), connect(tb, ctx, "http://"+tr.addr+"/mcp", hc)),
+		toolgen: mcpSide("toolgen", names.Wire("mcp."+serverID+".lookup"), connectToolgen(tb, ctx, "http://"+tr.addr+"/mcp", hc)),
 		steps:   &stepTimer{}, upConns: new(atomic.Int64), tgConns: new(atomic.Int64),
 		procs: []*proc{tr, up},
 	}

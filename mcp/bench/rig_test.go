@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -161,7 +162,7 @@ func newRig(tb testing.TB) *rig {
 	// One client per side: the same code, the same HTTP transport.
 	hc := benchHTTPClient()
 	tb.Cleanup(hc.CloseIdleConnections)
-	tcs, tool := connect(tb, ctx, tgs.URL+server.Endpoint, hc), names.Wire("mcp."+serverID+".lookup")
+	tcs, tool := connectToolgen(tb, ctx, tgs.URL+server.Endpoint, hc), names.Wire("mcp."+serverID+".lookup")
 	return &rig{
 		direct:         mcpSide("direct", "lookup", connect(tb, ctx, upstreamURL, hc)),
 		toolgen:        mcpSide("toolgen", tool, tcs),
@@ -221,11 +222,29 @@ func benchHTTPClient() *http.Client {
 
 func connect(tb testing.TB, ctx context.Context, url string, hc *http.Client) *mcp.ClientSession {
 	tb.Helper()
+	return connectVersion(tb, ctx, url, hc, protocolVersion)
+}
+
+// toolgenProtocol is the revision toolgen's bench client asks for: protocolVersion, or
+// TOOLGEN_BENCH_TOOLGEN_PROTOCOL (doc.go). The other sides' servers are the go-sdk's
+// stateful defaults, which refuse 2026-07-28.
+func toolgenProtocol() string {
+	return cmp.Or(os.Getenv("TOOLGEN_BENCH_TOOLGEN_PROTOCOL"), protocolVersion)
+}
+
+// connectToolgen connects toolgen's bench client at toolgenProtocol.
+func connectToolgen(tb testing.TB, ctx context.Context, url string, hc *http.Client) *mcp.ClientSession {
+	tb.Helper()
+	return connectVersion(tb, ctx, url, hc, toolgenProtocol())
+}
+
+func connectVersion(tb testing.TB, ctx context.Context, url string, hc *http.Client, version string) *mcp.ClientSession {
+	tb.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		tb.Fatalf("connect %s: %v", url, err)
 	}

@@ -44,8 +44,8 @@ func runBenchmark(b *testing.B, r *rig, cell, slice time.Duration, mode string) 
 	callers := callersEnv(b)
 	verbose := os.Getenv("TOOLGEN_BENCH_SLICES") != ""
 	ctx := context.Background()
-	head := fmt.Sprintf("%s; GOMAXPROCS %d, %d CPUs, %s per side and caller count in slices of %s; load average at the start %s",
-		mode, goruntime.GOMAXPROCS(0), goruntime.NumCPU(), cell, slice, loadAverage())
+	head := fmt.Sprintf("%s; toolgen's client at %s, the others at %s; GOMAXPROCS %d, %d CPUs, %s per side and caller count in slices of %s; load average at the start %s",
+		mode, toolgenProtocol(), protocolVersion, goruntime.GOMAXPROCS(0), goruntime.NumCPU(), cell, slice, loadAverage())
 	var cmds string // the rig's command lines, before the table
 	if len(r.cmds) > 0 {
 		cmds = strings.Join(r.cmds, "\n") + "\n\n"
@@ -88,8 +88,9 @@ func TestServeSmoke(t *testing.T) {
 		t.Fatalf("the upstream ran lookup %d times for 60 new calls", got)
 	}
 
-	// The same call id twice: the second is a retry, answered from the record (a read
-	// made again without an id would read again, SES-2).
+	// The same call id twice in one session: the second is a retry, answered from the
+	// record (a read made again without an id would read again, SES-2). The session is
+	// echoed, as a 2026-07-28 client must (TOOLGEN_BENCH_TOOLGEN_PROTOCOL) to keep one.
 	same := &mcp.CallToolParams{Name: r.toolgenTool, Arguments: map[string]any{"key": "same"},
 		Meta: mcp.Meta{server.MetaCallID: "same-call"}}
 	for i := range 2 {
@@ -97,6 +98,7 @@ func TestServeSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		same.Meta[server.MetaSessionID] = res.Meta[server.MetaSessionID]
 		if replayed := res.Meta[server.MetaReplayed] == true; replayed != (i == 1) || res.IsError {
 			t.Fatalf("call %d with the same key: replayed %v, isError %v (%s)", i+1, replayed, res.IsError, resultText(res))
 		}

@@ -93,7 +93,9 @@
 //     request over HTTP that names none gets a new session, minted by the server
 //     ("s-" + 26 random base32 characters), claimed for the caller's tenant and handed
 //     back in the result's _meta io.toolgen/session_id (tools/list and tools/call
-//     results, and tasks). A client that echoes it keeps its session: the same pins,
+//     results, and tasks). The claim and the pinned catalog of a minted id are one
+//     store write (store.Store.SessionMint, relaxed as a read's record is) and no
+//     read: the id is new by construction. A client that echoes it keeps its session: the same pins,
 //     the same mode, the same derived call ids (so its retry is a retry, SES-2). A
 //     client that does not makes each request a session of its own: the current
 //     catalog and the protocol's initial mode every time, and a retry that is a new

@@ -98,9 +98,21 @@ const CallIDSecretBytes = 32
 // random.) Besides, every session-keyed state is keyed by (tenant, session), so even
 // a claim bypassed would reach no state of the owner's.
 func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
-	id, err := s.sessionID(ctx, ss, meta)
+	id, minted, err := s.sessionID(ctx, ss, meta)
 	if err != nil {
 		return "", err
+	}
+	if minted && s.mintInRegistry {
+		// A new id: nothing to read, one commit for its owner and its pins together.
+		ok, err := s.opts.Registry.Mint(ctx, runtime.SessionKey{Tenant: tenant, ID: id})
+		if err != nil {
+			s.log.Error("mcp/server: a minted session could not be recorded", "error", err)
+			return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+		}
+		if ok {
+			s.owners.Add(id, tenant)
+			return id, nil
+		}
 	}
 	if owner, ok := s.owners.Get(id); ok {
 		if owner != tenant {
@@ -125,24 +137,25 @@ func errSessionUnavailable(id string) error {
 	return invalidParams("session %q cannot be used with these credentials; name another session in _meta %q", logName(id), MetaSessionID)
 }
 
-func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {
+// sessionID is the request's session id, and whether it was minted for it.
+func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (id string, minted bool, err error) {
 	id, ok, err := metaID(meta, MetaSessionID)
 	if err != nil || ok {
-		return id, err
+		return id, false, err
 	}
 	if id, _ := ctx.Value(connSessionKey{}).(string); id != "" {
-		return id, nil
+		return id, false, nil
 	}
 	if ss != nil {
 		if id := ss.ID(); id != "" {
-			return id, nil
+			return id, false, nil
 		}
 	}
 	// A request that carries no session at all — revision 2026-07-28 over HTTP, which
 	// has no protocol session — gets a new one, handed back in the result's _meta
 	// MetaSessionID: a client that echoes it keeps its pinned catalog and mode; one
 	// that does not makes each request a session of its own (doc.go).
-	return MintedSessionPrefix + rand.Text(), nil
+	return MintedSessionPrefix + rand.Text(), true, nil
 }
 
 // MintedSessionPrefix starts the id of a session minted for a request that named none.

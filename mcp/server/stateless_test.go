@@ -17,6 +17,7 @@ import (
 	"github.com/toolgen/toolgen/mcp/server"
 	"github.com/toolgen/toolgen/runtime"
 	"github.com/toolgen/toolgen/runtime/store"
+	"github.com/toolgen/toolgen/runtime/store/storetest"
 )
 
 // headerLog records the revision and session headers of every request a client sends.
@@ -580,5 +581,50 @@ func TestTasks_LongCallBecomesTask(t *testing.T) {
 	}
 	if got["status"] != "completed" || dig(got, "result", "structuredContent", "n") != float64(9) {
 		t.Fatalf("tasks/get once it ended: %v", got)
+	}
+}
+
+// A 2026-07-28 request that names no session gets one minted, and recording it is one
+// store write, SessionMint (its owner and its pins in one relaxed commit), with no
+// claim, no pin and no read of either: a client that never echoes the session pays
+// this on every call (issue 20). What it recorded is what a claim and a pin would have:
+// the tenant owns the session, for ever, and its catalog is pinned; echoed, the
+// session is the same one and nothing is minted again.
+func TestStateless_MintedSessionIsOneWrite(t *testing.T) {
+	var counting *storetest.CountingStore
+	e := newEnv(t, envConfig{wrap: func(s store.Store) store.Store { counting = storetest.NewCountingStore(s); return counting }})
+	cs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	counting.Reset()
+
+	res := call(t, cs, "demo__read", map[string]any{"n": 1}, nil)
+	session := metaString(res.Meta, server.MetaSessionID)
+	if res.IsError || !strings.HasPrefix(session, server.MintedSessionPrefix) {
+		t.Fatalf("a call without a session: %s", dump(res))
+	}
+	commits := counting.Commits()
+	if commits["SessionMint"] != 1 || commits["SessionClaim"] != 0 || commits["SessionPinsCreate"] != 0 ||
+		counting.Reads("SessionPinsGet") != 0 {
+		t.Fatalf("minting the call's session: writes %v, %d pin reads; want one SessionMint and nothing else of the session",
+			commits, counting.Reads("SessionPinsGet"))
+	}
+	if owned, err := e.store.SessionClaim(e.ctx, "another-tenant", session); err != nil || owned {
+		t.Fatalf("another tenant claims the minted session: %v, %v", owned, err)
+	}
+	if owned, err := e.store.SessionClaim(e.ctx, alice.Tenant, session); err != nil || !owned {
+		t.Fatalf("the minting tenant does not own its session: %v, %v", owned, err)
+	}
+	pins, pinned, err := e.store.SessionPinsGet(e.ctx, alice.Tenant, session)
+	if err != nil || !pinned || !slices.ContainsFunc(pins, func(p store.ToolPin) bool { return p.Tool == "demo.read" }) {
+		t.Fatalf("the minted session's catalog: %v (pinned %v, %v)", pins, pinned, err)
+	}
+
+	counting.Reset()
+	res = call(t, cs, "demo__read", map[string]any{"n": 2}, mcp.Meta{server.MetaSessionID: session})
+	if res.IsError || metaString(res.Meta, server.MetaSessionID) != session || counting.Commits()["SessionMint"] != 0 {
+		t.Fatalf("the echoed session: %s, writes %v", dump(res), counting.Commits())
 	}
 }
