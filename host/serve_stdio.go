@@ -17,7 +17,8 @@ func (h *Host) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 		return err
 	}
 	// Options.Sessions is left to default to the pipeline's store, h.st: so a session the
-	// server mints is recorded, owner and pins, in one write (mcp/server, Registry.Mint).
+	// server minted is written, owner and pins, in one write when it is first echoed
+	// (mcp/server, Registry.Mint).
 	opts := mcpserver.Options{Pipeline: h.pipe, Registry: h.reg, Principal: principal, CallIDSecret: h.callIDSecret,
 		WorkspaceFor: h.workspaces.For, SessionID: h.cfg.Session, Logger: h.log,
 		MaxCachedSessions: h.cfg.MaxCachedSessions}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -372,33 +373,129 @@ func (r *Registry) Pin(ctx context.Context, k SessionKey) (Catalog, error) {
 	}
 }
 
-// Mint pins k, a session id the server minted for a request that named none (MCP-10),
-// to the current catalog, and records k.Tenant as its owner in the PinStore: one
-// relaxed commit (store.Store.SessionMint) and no read, where a session named by its
-// client costs a claim and a pin. Use it only when the PinStore is where sessions'
-// owners are kept (mcp/server does when its owners are the pipeline's store). It
-// reports false, doing nothing, without a PinStore: the caller claims and pins k as
-// any session. ErrConflict (wrapped) if the store knows k.ID already.
-func (r *Registry) Mint(ctx context.Context, k SessionKey) (bool, error) {
+// A session minted for a request that named none (MCP-10, mcp/server) is pinned in
+// memory only (MintCatalog, PinMinted), and written to the store when its id comes back
+// (Mint): a client that never echoes its session costs the store nothing. The minted id
+// carries a MAC over the fingerprint of the catalog it pinned, so any process can tell
+// which catalog that was, as long as it is this process's copy or the current one.
+
+// MintedCatalog is the catalog a minted session pins, and its Fingerprint, which the
+// minted id's MAC covers.
+type MintedCatalog struct {
+	Fingerprint [sha256.Size]byte
+	catalog     Catalog
+	epoch       uint64
+}
+
+// MintCatalog is what a session minted now for tenant pins: its current catalog.
+func (r *Registry) MintCatalog(tenant string) MintedCatalog {
+	r.mu.RLock()
+	epoch := r.epoch
+	r.mu.RUnlock()
+	pins := r.currentPins(tenant)
+	return MintedCatalog{Fingerprint: pinsFingerprint(pins), catalog: r.catalogOf(pins), epoch: epoch}
+}
+
+// PinMinted pins k to m in this process's memory, and writes nothing: a forced epoch
+// since MintCatalog makes it false and pin nothing (mint again).
+func (r *Registry) PinMinted(k SessionKey, m MintedCatalog) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.epoch != m.epoch {
+		return false
+	}
+	if r.pins == nil {
+		r.memory[k] = m.catalog
+	} else {
+		r.cache.AddIfAbsent(k, m.catalog)
+	}
+	return true
+}
+
+// MintFingerprints are the fingerprints a minted session k can have been minted with,
+// as far as this process can tell: the catalog it holds for k, if any, then k's
+// tenant's current one.
+func (r *Registry) MintFingerprints(k SessionKey) [][sha256.Size]byte {
+	var out [][sha256.Size]byte
+	if c, ok := r.held(k); ok {
+		out = append(out, pinsFingerprint(pinsOf(c)))
+	}
+	return append(out, pinsFingerprint(r.currentPins(k.Tenant)))
+}
+
+// held is the catalog this process holds for k, without reading the store.
+func (r *Registry) held(k SessionKey) (Catalog, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.pins == nil {
+		c, ok := r.memory[k]
+		return c, ok
+	}
+	return r.cache.Get(k)
+}
+
+// ErrCatalogChanged: a minted session's catalog is neither held here nor the current
+// one, so its pins cannot be known (Mint).
+var ErrCatalogChanged = errors.New("runtime: the catalog changed since the session was minted")
+
+// Mint writes minted session k, whose id proved fingerprint fp, to the PinStore:
+// k.Tenant as its owner and the catalog with that fingerprint (the one this process
+// holds for k, else the current one) as its pins, in one relaxed commit
+// (store.Store.SessionMint), and keeps the catalog in memory. Use it only when the
+// PinStore is where sessions' owners are kept (mcp/server does when its owners are the
+// pipeline's store). It reports false, doing nothing, without a PinStore.
+// ErrCatalogChanged if no catalog has fp; the store's ErrConflict (wrapped) if it knows
+// k.ID already.
+func (r *Registry) Mint(ctx context.Context, k SessionKey, fp [sha256.Size]byte) (bool, error) {
 	r.mu.RLock()
 	ps, epoch := r.pins, r.epoch
 	r.mu.RUnlock()
 	if ps == nil || k.ID == "" {
 		return false, nil
 	}
-	pins := r.currentPins(k.Tenant)
-	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pins); err != nil {
-		return false, fmt.Errorf("runtime: mint session %q: %w", k.ID, err)
+	var pins []store.ToolPin
+	if c, ok := r.held(k); ok && pinsFingerprint(pinsOf(c)) == fp {
+		pins = pinsOf(c)
+	} else if pins = r.currentPins(k.Tenant); pinsFingerprint(pins) != fp {
+		return false, ErrCatalogChanged
 	}
-	c := r.catalogOf(pins)
-	// As in Pin: after a forced epoch in between, the session's first Pin reads its
+	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pins); err != nil {
+		return false, fmt.Errorf("runtime: record minted session %q: %w", k.ID, err)
+	}
+	// As in Pin: after a forced epoch in between, the session's next Pin reads its
 	// catalog back from the store instead.
+	c := r.catalogOf(pins)
 	r.mu.RLock()
 	if r.epoch == epoch {
+		r.cache.Remove(k)
 		r.cache.AddIfAbsent(k, c)
 	}
 	r.mu.RUnlock()
 	return true, nil
+}
+
+// pinsOf is c's pins.
+func pinsOf(c Catalog) []store.ToolPin {
+	pins := make([]store.ToolPin, 0, len(c))
+	for name, spec := range c {
+		pins = append(pins, store.ToolPin{Tool: name, SHA256: spec.SchemaSHA256})
+	}
+	return pins
+}
+
+// pinsFingerprint identifies a set of pins, in any order.
+func pinsFingerprint(pins []store.ToolPin) [sha256.Size]byte {
+	sorted := store.SortedPins(pins)
+	h := sha256.New()
+	for _, p := range sorted {
+		h.Write([]byte(p.Tool))
+		h.Write([]byte{0})
+		h.Write([]byte(p.SHA256))
+		h.Write([]byte{'\n'})
+	}
+	var fp [sha256.Size]byte
+	h.Sum(fp[:0])
+	return fp
 }
 
 // pinInMemory pins k's catalog without a PinStore.

@@ -28,7 +28,9 @@
 //	mcp URL call TOOL JSON                       tools/call; stdout is the result (see below); fails unless it succeeded
 //	mcp --stdio 'PROG ARGS' list|call ...         the same, to a program started on stdio
 //	    flags before URL: --session S (io.toolgen/session_id), --run R (io.toolgen/run_id),
-//	    --token-file F (bearer token)
+//	    --token-file F (bearer token), --session-file F (the session named in F; when F
+//	    does not exist, none is named and the one the result hands back, a session
+//	    the server minted, is written to F)
 //	waitmcp URL                                  wait (at most 60 s) until an MCP server answers at URL
 //	waitport PORT                                wait (at most 60 s) until something listens on 127.0.0.1:PORT
 //	waitfile FILE                                wait (at most 60 s) until FILE exists (a background process
@@ -159,8 +161,8 @@ func Condition(cond string) (bool, error) {
 const wait = 60 * time.Second
 
 func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "usage: mcp [--session S] [--run R] [--token-file F] (URL | --stdio 'PROG ARGS') list | call TOOL JSON"
-	var session, run, token, stdio string
+	const usage = "usage: mcp [--session S | --session-file F] [--run R] [--token-file F] (URL | --stdio 'PROG ARGS') list | call TOOL JSON"
+	var session, sessionFile, run, token, stdio string
 	for len(args) > 0 && strings.HasPrefix(args[0], "--") {
 		if len(args) < 2 {
 			ts.Fatalf(usage)
@@ -168,6 +170,11 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		switch args[0] {
 		case "--session":
 			session = args[1]
+		case "--session-file":
+			sessionFile = ts.MkAbs(args[1])
+			if b, err := os.ReadFile(sessionFile); err == nil {
+				session = strings.TrimSpace(string(b))
+			}
 		case "--run":
 			run = args[1]
 		case "--token-file":
@@ -233,6 +240,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		if neg {
 			ts.Fatalf("mcp list succeeded")
 		}
+		handedBack(ts, sessionFile, res.Meta)
 		for _, t := range res.Tools {
 			fmt.Fprintln(ts.Stdout(), t.Name)
 		}
@@ -249,6 +257,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			return
 		}
+		handedBack(ts, sessionFile, res.Meta)
 		printResult(ts, res)
 		if res.IsError != neg {
 			if neg {
@@ -258,6 +267,24 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	default:
 		ts.Fatalf(usage)
+	}
+}
+
+// handedBack writes the session a result hands back to file, unless file is "" or
+// exists already.
+func handedBack(ts *testscript.TestScript, file string, meta mcp.Meta) {
+	if file == "" {
+		return
+	}
+	if _, err := os.Stat(file); err == nil {
+		return
+	}
+	session, _ := meta["io.toolgen/session_id"].(string)
+	if session == "" {
+		ts.Fatalf("mcp: the result hands back no session (_meta io.toolgen/session_id)")
+	}
+	if err := os.WriteFile(file, []byte(session+"\n"), 0o644); err != nil {
+		ts.Fatalf("mcp: %v", err)
 	}
 }
 

@@ -90,17 +90,21 @@
 //
 //   - The toolgen session, io.toolgen/session_id: its pinned catalog (MCP-7) and its
 //     mode (WF-4) are keyed by (tenant, session) in the store (SES-1). A 2026-07-28
-//     request over HTTP that names none gets a new session, minted by the server
-//     ("s-" + 26 random base32 characters), claimed for the caller's tenant and handed
-//     back in the result's _meta io.toolgen/session_id (tools/list and tools/call
-//     results, and tasks). The claim and the pinned catalog of a minted id are one
-//     store write (store.Store.SessionMint, relaxed as a read's record is) and no
-//     read: the id is new by construction. A client that echoes it keeps its session: the same pins,
-//     the same mode, the same derived call ids (so its retry is a retry, SES-2). A
-//     client that does not makes each request a session of its own: the current
-//     catalog and the protocol's initial mode every time, and a retry that is a new
-//     call. On stdio the connection's session (Options.SessionID, toolrun serve
-//     --session) stays the default at every revision: one process, one client.
+//     request over HTTP that names none gets a new session, minted by the server,
+//     bound to the caller's tenant and handed back in the result's _meta
+//     io.toolgen/session_id (tools/list and tools/call results, and tasks). A client
+//     that echoes it keeps its session: the same pins, the same mode, the same derived
+//     call ids (so its retry is a retry, SES-2). A client that does not makes each
+//     request a session of its own: the current catalog and the protocol's initial
+//     mode every time, and a retry that is a new call. Minting writes nothing (issue
+//     20): the id, "s-" + 26 random and 16 MAC base32 characters, carries a MAC over
+//     the tenant and the catalog it pinned, and the session is written, owner and pins
+//     in one write, when a request first echoes it (minted.go). Another tenant's echo,
+//     a forged id, and an echo whose catalog no process still knows (it changed before
+//     the first echo, and MCP-7 never re-pins silently) are refused as another
+//     tenant's session is. On stdio the connection's session (Options.SessionID,
+//     toolrun serve --session) stays the default at every revision: one process, one
+//     client.
 //   - The run, step and call ids (io.toolgen/run_id, step, call_id), as above.
 //
 // tools/list results carry the cache hints of SEP-2549, always cacheScope "private"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -98,27 +97,31 @@ const CallIDSecretBytes = 32
 // random.) Besides, every session-keyed state is keyed by (tenant, session), so even
 // a claim bypassed would reach no state of the owner's.
 func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
-	id, minted, err := s.sessionID(ctx, ss, meta)
+	id, err := s.sessionID(ctx, ss, meta)
 	if err != nil {
 		return "", err
 	}
-	if minted && s.mintInRegistry {
-		// A new id: nothing to read, one commit for its owner and its pins together.
-		ok, err := s.opts.Registry.Mint(ctx, runtime.SessionKey{Tenant: tenant, ID: id})
-		if err != nil {
-			s.log.Error("mcp/server: a minted session could not be recorded", "error", err)
-			return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
-		}
-		if ok {
-			s.owners.Add(id, tenant)
-			return id, nil
-		}
+	if id == "" {
+		// A request that carries no session at all — revision 2026-07-28 over HTTP,
+		// which has no protocol session — gets a new one, handed back in the result's
+		// _meta MetaSessionID: a client that echoes it keeps its pinned catalog and
+		// mode; one that does not makes each request a session of its own (doc.go). It
+		// is written to the store only if it comes back (minted.go).
+		return s.mint(tenant), nil
 	}
 	if owner, ok := s.owners.Get(id); ok {
 		if owner != tenant {
 			return "", errSessionUnavailable(id)
 		}
 		return id, nil
+	}
+	if isMintedForm(id) {
+		if done, err := s.openMinted(ctx, tenant, id); done || err != nil {
+			if err == nil {
+				s.owners.Add(id, tenant)
+			}
+			return id, err
+		}
 	}
 	owned, err := s.opts.Sessions.SessionClaim(ctx, tenant, id)
 	if err != nil {
@@ -134,28 +137,23 @@ func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.
 
 // errSessionUnavailable refuses a session id the caller's tenant does not own.
 func errSessionUnavailable(id string) error {
-	return invalidParams("session %q cannot be used with these credentials; name another session in _meta %q", logName(id), MetaSessionID)
+	return invalidParams("session %q cannot be used with these credentials; name another session in _meta %q, or none to start a new one", logName(id), MetaSessionID)
 }
 
-// sessionID is the request's session id, and whether it was minted for it.
-func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (id string, minted bool, err error) {
+// sessionID is the session the request names, or that its connection or MCP session
+// is; "" if none.
+func (s *Server) sessionID(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (string, error) {
 	id, ok, err := metaID(meta, MetaSessionID)
 	if err != nil || ok {
-		return id, false, err
+		return id, err
 	}
 	if id, _ := ctx.Value(connSessionKey{}).(string); id != "" {
-		return id, false, nil
+		return id, nil
 	}
 	if ss != nil {
-		if id := ss.ID(); id != "" {
-			return id, false, nil
-		}
+		return ss.ID(), nil
 	}
-	// A request that carries no session at all — revision 2026-07-28 over HTTP, which
-	// has no protocol session — gets a new one, handed back in the result's _meta
-	// MetaSessionID: a client that echoes it keeps its pinned catalog and mode; one
-	// that does not makes each request a session of its own (doc.go).
-	return MintedSessionPrefix + rand.Text(), true, nil
+	return "", nil
 }
 
 // MintedSessionPrefix starts the id of a session minted for a request that named none.

@@ -93,9 +93,9 @@ type Options struct {
 	PageSize int
 	// Sessions records which tenant owns each session id (SES-1); nil means the
 	// Pipeline's store, which is what every process on that store must share. Left nil,
-	// a session minted for a request (revision 2026-07-28, doc.go) is recorded with
-	// its pins in one write (Registry.Mint); set, it is claimed through Sessions and
-	// pinned as any other.
+	// a session minted for a request (revision 2026-07-28, doc.go) is written with its
+	// pins in one write when it is first echoed (Registry.Mint); set, it is claimed
+	// through Sessions and pinned as any other then.
 	Sessions SessionOwners
 	// MCPSessions keeps the Streamable HTTP sessions of the session-based revisions
 	// (2025-11-25 and earlier), so that every process on the store serves every
@@ -140,10 +140,12 @@ type Server struct {
 	// owners caches session id -> owning tenant (sessionOf): an owner never changes,
 	// so an entry is never stale, and an evicted one is read from Options.Sessions again.
 	owners *lru.Cache[string, string]
-	// mintInRegistry: a session minted for a request is recorded by Registry.Mint,
-	// owner and pins in one commit of the pipeline's store, which keeps the owners
+	// mintKey keys the MAC of minted session ids (minted.go). mintInRegistry: a
+	// minted session echoed for the first time is written by Registry.Mint, owner and
+	// pins in one commit of the pipeline's store, which keeps the owners
 	// (Options.Sessions left nil); else it is claimed through Options.Sessions and
 	// pinned as any session.
+	mintKey        []byte
 	mintInRegistry bool
 	// stopping is cancelled by Shutdown (callContext); streamsEnd too, once the HTTP
 	// requests carrying a call (posts) have ended.
@@ -224,7 +226,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, owners: lru.New[string, string](opts.MaxCachedSessions), mintInRegistry: mintInRegistry,
+	s := &Server{opts: opts, log: log, owners: lru.New[string, string](opts.MaxCachedSessions), mintKey: mintKey(opts.CallIDSecret), mintInRegistry: mintInRegistry,
 		tools: toolCache{m: lru.New[*runtime.ToolSpec, wireEntry](maxWireTools)}}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.streamsEnd, s.endStreams = context.WithCancel(context.Background())

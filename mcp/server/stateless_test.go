@@ -584,13 +584,13 @@ func TestTasks_LongCallBecomesTask(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 request that names no session gets one minted, and recording it is one
-// store write, SessionMint (its owner and its pins in one relaxed commit), with no
-// claim, no pin and no read of either: a client that never echoes the session pays
-// this on every call (issue 20). What it recorded is what a claim and a pin would have:
-// the tenant owns the session, for ever, and its catalog is pinned; echoed, the
-// session is the same one and nothing is minted again.
-func TestStateless_MintedSessionIsOneWrite(t *testing.T) {
+// A 2026-07-28 request that names no session gets one minted, and minting writes
+// nothing: a client that never echoes its session costs the store nothing per call
+// (issue 20). The first echo writes it, owner and pins in one write (SessionMint), as
+// a claim and a pin would have left it; after that nothing more. Another tenant naming
+// the id, and an id of the minted form that this deployment did not mint, are refused,
+// before and after the write, and write nothing.
+func TestStateless_MintedSessionWrittenWhenEchoed(t *testing.T) {
 	var counting *storetest.CountingStore
 	e := newEnv(t, envConfig{wrap: func(s store.Store) store.Store { counting = storetest.NewCountingStore(s); return counting }})
 	cs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
@@ -598,33 +598,115 @@ func TestStateless_MintedSessionIsOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	evil, err := server.New(server.Options{Pipeline: e.p, Registry: e.reg, Principal: runtime.Principal{ID: "mallory", Tenant: "evil"},
+		CallIDSecret: testCallIDSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: httptestServer(t, evil.HTTPHandler()) + server.Endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ecs.Close()
+	sessionWrites := func() map[string]int {
+		out := map[string]int{}
+		for m, n := range counting.Commits() {
+			if strings.HasPrefix(m, "Session") {
+				out[m] = n
+			}
+		}
+		return out
+	}
+	refused := func(cs *mcp.ClientSession, session, who string) {
+		t.Helper()
+		_, err := cs.CallTool(e.ctx, &mcp.CallToolParams{Name: "demo__read", Arguments: map[string]any{"n": 9}, Meta: mcp.Meta{server.MetaSessionID: session}})
+		if err == nil || !strings.Contains(err.Error(), "cannot be used with these credentials") {
+			t.Fatalf("%s named session %s: %v, want it refused", who, session, err)
+		}
+	}
 	counting.Reset()
 
 	res := call(t, cs, "demo__read", map[string]any{"n": 1}, nil)
 	session := metaString(res.Meta, server.MetaSessionID)
-	if res.IsError || !strings.HasPrefix(session, server.MintedSessionPrefix) {
+	if res.IsError || !strings.HasPrefix(session, server.MintedSessionPrefix) || len(session) != 44 {
 		t.Fatalf("a call without a session: %s", dump(res))
 	}
-	commits := counting.Commits()
-	if commits["SessionMint"] != 1 || commits["SessionClaim"] != 0 || commits["SessionPinsCreate"] != 0 ||
-		counting.Reads("SessionPinsGet") != 0 {
-		t.Fatalf("minting the call's session: writes %v, %d pin reads; want one SessionMint and nothing else of the session",
-			commits, counting.Reads("SessionPinsGet"))
+	if w := sessionWrites(); len(w) != 0 || counting.Reads("SessionPinsGet") != 0 {
+		t.Fatalf("minting the call's session: writes %v, %d pin reads; want none", w, counting.Reads("SessionPinsGet"))
+	}
+	if _, pinned, err := e.store.SessionPinsGet(e.ctx, alice.Tenant, session); err != nil || pinned {
+		t.Fatalf("a minted session is in the store before it was echoed: %v, %v", pinned, err)
+	}
+	forged := server.MintedSessionPrefix + strings.Repeat("A", 42)
+	for _, c := range []struct {
+		cs           *mcp.ClientSession
+		session, who string
+	}{{ecs, session, "another tenant"}, {cs, forged, "a forged id"}} {
+		refused(c.cs, c.session, c.who)
+	}
+	if w := sessionWrites(); len(w) != 0 {
+		t.Fatalf("refused sessions wrote %v", w)
+	}
+
+	meta := mcp.Meta{server.MetaSessionID: session}
+	for i := range 2 {
+		res = call(t, cs, "demo__read", map[string]any{"n": 2 + i}, meta)
+		if res.IsError || metaString(res.Meta, server.MetaSessionID) != session {
+			t.Fatalf("the echoed session: %s", dump(res))
+		}
+		if w := sessionWrites(); w["SessionMint"] != 1 || len(w) != 1 {
+			t.Fatalf("echo %d: session writes %v, want one SessionMint in all", i+1, w)
+		}
 	}
 	if owned, err := e.store.SessionClaim(e.ctx, "another-tenant", session); err != nil || owned {
-		t.Fatalf("another tenant claims the minted session: %v, %v", owned, err)
+		t.Fatalf("another tenant claims the echoed session: %v, %v", owned, err)
 	}
 	if owned, err := e.store.SessionClaim(e.ctx, alice.Tenant, session); err != nil || !owned {
 		t.Fatalf("the minting tenant does not own its session: %v, %v", owned, err)
 	}
 	pins, pinned, err := e.store.SessionPinsGet(e.ctx, alice.Tenant, session)
 	if err != nil || !pinned || !slices.ContainsFunc(pins, func(p store.ToolPin) bool { return p.Tool == "demo.read" }) {
-		t.Fatalf("the minted session's catalog: %v (pinned %v, %v)", pins, pinned, err)
+		t.Fatalf("the echoed session's catalog: %v (pinned %v, %v)", pins, pinned, err)
+	}
+	refused(ecs, session, "another tenant, after the write,")
+}
+
+// A minted session keeps the catalog it was minted with. Echoed after a tool changed,
+// it is written with its own catalog, which this process still holds, and sees the
+// change as any pinned session does (tool_changed). One whose catalog no process can
+// know any more (a forced epoch re-pinned what this one held) is refused, never pinned
+// to another catalog (MCP-7).
+func TestStateless_MintedSessionKeepsItsCatalog(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	cs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var minted []string
+	for i := range 2 {
+		res := call(t, cs, "demo__read", map[string]any{"n": i}, nil)
+		minted = append(minted, metaString(res.Meta, server.MetaSessionID))
+	}
+	changed := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent, runtime.RiskLow)
+	changed.spec.Version, changed.spec.Description, changed.spec.SchemaSHA256 = 2, "changed", "sha-changed"
+	if err := e.reg.Replace(changed); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, call(t, cs, "demo__read", map[string]any{"n": 5}, mcp.Meta{server.MetaSessionID: minted[0]}), "unavailable", "tool_changed")
+	if pins, _, err := e.store.SessionPinsGet(e.ctx, alice.Tenant, minted[0]); err != nil ||
+		!slices.Contains(pins, store.ToolPin{Tool: "demo.read", SHA256: e.tools["demo.read"].spec.SchemaSHA256}) {
+		t.Fatalf("the session was written with %v (%v), want its own catalog", pins, err)
 	}
 
-	counting.Reset()
-	res = call(t, cs, "demo__read", map[string]any{"n": 2}, mcp.Meta{server.MetaSessionID: session})
-	if res.IsError || metaString(res.Meta, server.MetaSessionID) != session || counting.Commits()["SessionMint"] != 0 {
-		t.Fatalf("the echoed session: %s, writes %v", dump(res), counting.Commits())
+	if _, err := e.reg.ForceEpochServer(e.ctx, "demo."); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CallTool(e.ctx, &mcp.CallToolParams{Name: "demo__read", Arguments: map[string]any{"n": 6}, Meta: mcp.Meta{server.MetaSessionID: minted[1]}})
+	if err == nil || !strings.Contains(err.Error(), "cannot be used with these credentials") {
+		t.Fatalf("a minted session whose catalog is gone: %v, want it refused", err)
+	}
+	if _, pinned, err := e.store.SessionPinsGet(e.ctx, alice.Tenant, minted[1]); err != nil || pinned {
+		t.Fatalf("a refused minted session was written: %v, %v", pinned, err)
 	}
 }

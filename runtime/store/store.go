@@ -712,8 +712,9 @@ type Sessions interface {
 	// one tool.
 	SessionPinsCreate(ctx context.Context, tenant, sessionID string, pins []ToolPin) ([]ToolPin, error)
 	// SessionMint records a session id the server minted for a request that named
-	// none (MCP-10, revision 2026-07-28 over HTTP): tenant as its owner and pins as its
-	// catalog, in one commit, and nothing else is read or written. The id must be new
+	// none (MCP-10, revision 2026-07-28 over HTTP), when a request first echoes it
+	// (mcp/server): tenant as its owner and pins as its catalog, in one commit, and
+	// nothing else is read or written. The id must be new
 	// to the store: ErrConflict, with nothing written, if a tenant owns it or a catalog
 	// is pinned under it. ErrInvalid as for SessionClaim and SessionPinsCreate.
 	//
@@ -722,8 +723,7 @@ type Sessions interface {
 	// commit of the store. Only a crash of the machine, or of the database server, can
 	// lose it, and then with every commit after it, so no record the store kept names
 	// a session the store lost; the lost session's next request claims and pins it
-	// again. A client that echoes no session makes every request a minted session, so
-	// this is on the path of each of its calls (issue 20).
+	// again.
 	SessionMint(ctx context.Context, tenant, sessionID string, pins []ToolPin) error
 	// SessionPinsForceEpoch applies an operator's forced epoch (MCP-7) to every pinned
 	// catalog on the store: the pins of the tools whose names start with e.Prefix are
