@@ -95,7 +95,9 @@ const CallIDSecretBytes = 32
 // same whoever owns it. (That the id is taken is the one thing a first-use-wins name
 // cannot hide; ids a client did not choose — Mcp-Session-Id, a connection's — are
 // random.) Besides, every session-keyed state is keyed by (tenant, session), so even
-// a claim bypassed would reach no state of the owner's.
+// a claim bypassed would reach no state of the owner's. A session the server minted
+// is bound to its tenant by the MAC in its id until its first echo writes it to the
+// store (minted.go).
 func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
 	id, err := s.sessionID(ctx, ss, meta)
 	if err != nil {
