@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/toolgen/toolgen/runtime/store"
 	"github.com/toolgen/toolgen/runtime/store/storetest"
@@ -118,3 +119,65 @@ func BenchmarkPriorCalls(b *testing.B) { storetest.BenchPriorCalls(b, newTestSto
 
 // BenchmarkInsert: storetest.BenchInsert on SQLite.
 func BenchmarkInsert(b *testing.B) { storetest.BenchInsert(b, newTestStore(b)) }
+
+// TestPointRead_EitherConnection: the reads of a call's identity and breaker
+// (pointRead) answer the same on the relaxed connection, where they run when it is
+// free, and on a reader, where they run when it is busy; a busy relaxed connection
+// never makes them wait (a guard, not a measurement: were they to wait for it, the
+// read would never return here); and on either they see what the writer committed
+// last, with synchronous=FULL, as well as the relaxed connection's own rows.
+func TestPointRead_EitherConnection(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	call := func(key, callID string) store.Call {
+		return store.Call{Key: key, Tenant: "t", RunID: "r", CallID: callID, Tool: "read", Args: []byte(`{}`), ArgsHash: "h"}
+	}
+	read := func() store.PriorCalls {
+		t.Helper()
+		got := make(chan store.PriorCalls, 1)
+		go func() {
+			pc, err := s.InvocationPriorCalls(ctx, store.PriorCallsParams{Tenant: "t", RunID: "r", ArgsHash: "h", CallIDBase: "auto-x"})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- pc
+		}()
+		select {
+		case pc := <-got:
+			return pc
+		case <-time.After(30 * time.Second):
+			t.Fatal("a point read waited for the busy relaxed connection")
+			return store.PriorCalls{}
+		}
+	}
+	if _, _, err := s.InvocationInsert(ctx, store.InsertRecordOnce(call("k1", "auto-x"), store.SettleSucceeded([]byte(`{}`)))); err != nil {
+		t.Fatal(err)
+	}
+	for _, busy := range []bool{false, true, false} {
+		if busy {
+			s.relaxedMu.Lock()
+		}
+		pc := read()
+		if pc.Breaker.Total != 1 || !pc.HasLatest || pc.Latest.CallID != "auto-x" || pc.Latest.Status != store.StatusSucceeded {
+			t.Fatalf("busy=%v: %+v, want the relaxed connection's record", busy, pc)
+		}
+		if busy {
+			s.relaxedMu.Unlock()
+		}
+	}
+	// A row the writer commits (FULL) is seen at once, on the relaxed connection too.
+	if _, _, err := s.InvocationInsert(ctx, store.InsertRunning(call("k2", "auto-x-1"), "w1", time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, busy := range []bool{false, true} {
+		if busy {
+			s.relaxedMu.Lock()
+		}
+		if pc := read(); pc.Breaker.Total != 2 || pc.Latest.CallID != "auto-x-1" || pc.Latest.Status != store.StatusRunning {
+			t.Fatalf("busy=%v, after the writer's commit: %+v", busy, pc)
+		}
+		if busy {
+			s.relaxedMu.Unlock()
+		}
+	}
+}

@@ -142,6 +142,8 @@ func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
 		batch[0].err = err
 		return
 	}
+	s.relaxedMu.Lock()
+	defer s.relaxedMu.Unlock()
 	if len(batch) == 1 || !s.writeShared(ctx, batch) {
 		for _, r := range batch {
 			r.inv, r.err = scanInserted(r.p, toEnd(s.relaxedInsert.QueryContext(ctx, r.args...)))

@@ -147,6 +147,8 @@ func (s *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins 
 		return err
 	}
 	defer hold.Close()
+	s.relaxedMu.Lock()
+	defer s.relaxedMu.Unlock()
 	m := &s.relaxedMint
 	err = inTx(ctx, s.relaxed, func(tx *sql.Tx) error {
 		id, owner := sql.Named("session_id", sessionID), sql.Named("tenant", tenant)
