@@ -390,26 +390,29 @@ type MintedCatalog struct {
 // MintCatalog is what a session minted now for tenant pins: its current catalog.
 func (r *Registry) MintCatalog(tenant string) MintedCatalog {
 	r.mu.RLock()
-	epoch := r.epoch
+	c, epoch := r.currentLocked(tenant), r.epoch
 	r.mu.RUnlock()
-	pins := r.currentPins(tenant)
-	return MintedCatalog{Fingerprint: pinsFingerprint(pins), catalog: r.catalogOf(pins), epoch: epoch}
+	return MintedCatalog{Fingerprint: fingerprint(c), catalog: c, epoch: epoch}
 }
 
 // PinMinted pins k to m in this process's memory, and writes nothing: a forced epoch
-// since MintCatalog makes it false and pin nothing (mint again).
+// since MintCatalog makes it false and pin nothing (mint again). As in Pin, the check
+// and the cache's insert hold the read lock, which a forced epoch's re-pin excludes.
 func (r *Registry) PinMinted(k SessionKey, m MintedCatalog) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.epoch != m.epoch {
-		return false
-	}
-	if r.pins == nil {
-		r.memory[k] = m.catalog
-	} else {
+	r.mu.RLock()
+	ps, ok := r.pins, r.epoch == m.epoch
+	if ok && ps != nil {
 		r.cache.AddIfAbsent(k, m.catalog)
 	}
-	return true
+	r.mu.RUnlock()
+	if ok && ps == nil {
+		r.mu.Lock()
+		if ok = r.epoch == m.epoch; ok {
+			r.memory[k] = m.catalog
+		}
+		r.mu.Unlock()
+	}
+	return ok
 }
 
 // MintFingerprints are the fingerprints a minted session k can have been minted with,
@@ -418,9 +421,9 @@ func (r *Registry) PinMinted(k SessionKey, m MintedCatalog) bool {
 func (r *Registry) MintFingerprints(k SessionKey) [][sha256.Size]byte {
 	var out [][sha256.Size]byte
 	if c, ok := r.held(k); ok {
-		out = append(out, pinsFingerprint(pinsOf(c)))
+		out = append(out, fingerprint(c))
 	}
-	return append(out, pinsFingerprint(r.currentPins(k.Tenant)))
+	return append(out, fingerprint(r.currentCatalog(k.Tenant)))
 }
 
 // held is the catalog this process holds for k, without reading the store.
@@ -453,22 +456,20 @@ func (r *Registry) Mint(ctx context.Context, k SessionKey, fp [sha256.Size]byte)
 	if ps == nil || k.ID == "" {
 		return false, nil
 	}
-	var pins []store.ToolPin
-	if c, ok := r.held(k); ok && pinsFingerprint(pinsOf(c)) == fp {
-		pins = pinsOf(c)
-	} else if pins = r.currentPins(k.Tenant); pinsFingerprint(pins) != fp {
-		return false, ErrCatalogChanged
+	c, ok := r.held(k)
+	if !ok || fingerprint(c) != fp {
+		if c = r.currentCatalog(k.Tenant); fingerprint(c) != fp {
+			return false, ErrCatalogChanged
+		}
 	}
-	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pins); err != nil {
+	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pinsOf(c)); err != nil {
 		return false, fmt.Errorf("runtime: record minted session %q: %w", k.ID, err)
 	}
 	// As in Pin: after a forced epoch in between, the session's next Pin reads its
 	// catalog back from the store instead.
-	c := r.catalogOf(pins)
 	r.mu.RLock()
 	if r.epoch == epoch {
-		r.cache.Remove(k)
-		r.cache.AddIfAbsent(k, c)
+		r.cache.Add(k, c)
 	}
 	r.mu.RUnlock()
 	return true, nil
@@ -483,11 +484,10 @@ func pinsOf(c Catalog) []store.ToolPin {
 	return pins
 }
 
-// pinsFingerprint identifies a set of pins, in any order.
-func pinsFingerprint(pins []store.ToolPin) [sha256.Size]byte {
-	sorted := store.SortedPins(pins)
+// fingerprint identifies the pins of c: its tools' names and definition hashes.
+func fingerprint(c Catalog) [sha256.Size]byte {
 	h := sha256.New()
-	for _, p := range sorted {
+	for _, p := range store.SortedPins(pinsOf(c)) {
 		h.Write([]byte(p.Tool))
 		h.Write([]byte{0})
 		h.Write([]byte(p.SHA256))

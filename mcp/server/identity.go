@@ -119,9 +119,6 @@ func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.
 	}
 	if isMintedForm(id) {
 		if done, err := s.openMinted(ctx, tenant, id); done || err != nil {
-			if err == nil {
-				s.owners.Add(id, tenant)
-			}
 			return id, err
 		}
 	}

@@ -90,7 +90,8 @@ func isMintedForm(id string) bool {
 }
 
 // openMinted handles the first request that echoes minted id (isMintedForm) in this
-// process; done is false when the caller goes on to claim the id as any session.
+// process: done with a nil error, the session is written and its owner cached; done is
+// false when the caller goes on to claim the id as any session.
 func (s *Server) openMinted(ctx context.Context, tenant, id string) (done bool, err error) {
 	k := runtime.SessionKey{Tenant: tenant, ID: id}
 	random, mac := id[len(MintedSessionPrefix):len(MintedSessionPrefix)+mintedRandomLen], id[len(id)-mintedMACLen:]
@@ -110,6 +111,9 @@ func (s *Server) openMinted(ctx context.Context, tenant, id string) (done bool, 
 		case err != nil:
 			s.log.Error("mcp/server: a minted session could not be recorded", "error", err)
 			return true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+		}
+		if ok {
+			s.owners.Add(id, tenant)
 		}
 		return ok, nil
 	}

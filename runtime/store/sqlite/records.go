@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"sync"
@@ -130,20 +131,18 @@ func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
 	if len(batch) > 1 {
 		ctx = context.WithoutCancel(ctx)
 	}
-	hold, err := s.write.Conn(ctx)
+	release, err := s.holdRelaxed(ctx)
 	if err != nil {
 		for _, r := range batch {
 			r.err = err
 		}
 		return
 	}
-	defer hold.Close()
+	defer release()
 	if ctx, err = pointContext(ctx); err != nil { // a record of its own, whose caller has gone
 		batch[0].err = err
 		return
 	}
-	s.relaxedMu.Lock()
-	defer s.relaxedMu.Unlock()
 	if len(batch) == 1 || !s.writeShared(ctx, batch) {
 		for _, r := range batch {
 			r.inv, r.err = scanInserted(r.p, toEnd(s.relaxedInsert.QueryContext(ctx, r.args...)))
@@ -154,23 +153,45 @@ func (s *Store) writeRecords(ctx context.Context, batch []*queuedRecord) {
 // writeShared writes batch in one transaction on the relaxed connection and reports
 // whether it committed; if not, nothing of it was written.
 func (s *Store) writeShared(ctx context.Context, batch []*queuedRecord) bool {
-	tx, err := s.relaxed.BeginTx(ctx, nil)
-	if err != nil {
-		return false
-	}
-	insert := tx.StmtContext(ctx, s.relaxedInsert)
-	for _, r := range batch {
-		r.inv, r.err = scanInserted(r.p, toEnd(insert.QueryContext(ctx, r.args...)))
-		if r.err != nil && !errors.Is(r.err, store.ErrNotFound) {
-			tx.Rollback()
-			return false
+	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		insert := tx.StmtContext(ctx, s.relaxedInsert)
+		for _, r := range batch {
+			r.inv, r.err = scanInserted(r.p, toEnd(insert.QueryContext(ctx, r.args...)))
+			if r.err != nil && !errors.Is(r.err, store.ErrNotFound) {
+				return r.err
+			}
 		}
-	}
-	if tx.Commit() != nil {
-		// leave no transaction open on the connection, whatever SQLite did
-		s.relaxed.ExecContext(ctx, "ROLLBACK")
+		return nil
+	})
+	if err != nil {
 		return false
 	}
 	s.records.shared.Add(int64(len(batch)))
 	return true
+}
+
+// holdRelaxed makes the relaxed connection this goroutine's to write with: it holds
+// the writer's connection, so that no other write of this process runs meanwhile, and
+// relaxedMu, so that no point read does (pointRead). release gives both back.
+func (s *Store) holdRelaxed(ctx context.Context) (release func(), err error) {
+	hold, err := s.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.relaxedMu.Lock()
+	return func() {
+		s.relaxedMu.Unlock()
+		hold.Close()
+	}, nil
+}
+
+// relaxedTx runs fn in one transaction on the relaxed connection, held
+// (holdRelaxed). If it fails, nothing of it was written, and no transaction is left
+// open on the connection, whatever SQLite did.
+func (s *Store) relaxedTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	err := inTx(ctx, s.relaxed, fn)
+	if err != nil {
+		s.relaxed.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return err
 }

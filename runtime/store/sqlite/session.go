@@ -142,15 +142,13 @@ func (s *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins 
 	if err := store.ValidatePins(pins); err != nil {
 		return err
 	}
-	hold, err := s.write.Conn(ctx)
+	release, err := s.holdRelaxed(ctx)
 	if err != nil {
 		return err
 	}
-	defer hold.Close()
-	s.relaxedMu.Lock()
-	defer s.relaxedMu.Unlock()
+	defer release()
 	m := &s.relaxedMint
-	err = inTx(ctx, s.relaxed, func(tx *sql.Tx) error {
+	return s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		id, owner := sql.Named("session_id", sessionID), sql.Named("tenant", tenant)
 		for _, stmt := range []*sql.Stmt{m.claim, m.catalogInsert} {
 			if n, err := execRows(ctx, tx.StmtContext(ctx, stmt), id, owner); err != nil || n == 0 {
@@ -160,11 +158,6 @@ func (s *Store) SessionMint(ctx context.Context, tenant, sessionID string, pins 
 		_, err := execRows(ctx, tx.StmtContext(ctx, m.pinsInsert), owner, id, sql.Named("pins", store.PinsJSON(pins)))
 		return err
 	})
-	if err != nil {
-		// leave no transaction open on the connection, whatever SQLite did (writeShared)
-		s.relaxed.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-	}
-	return err
 }
 
 func (s *Store) SessionPinsForceEpoch(ctx context.Context, e store.PinEpoch) (int, error) {
