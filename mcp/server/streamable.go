@@ -308,7 +308,7 @@ func (g *httpGuard) servePOST(w http.ResponseWriter, r *http.Request, modern boo
 		// response resumes it, again and again (the TypeScript SDK's client, every
 		// SSERetry): the stream stays open, as the TypeScript SDK's server leaves it,
 		// until the client leaves, the session ends, or Shutdown.
-		g.calls.awaitEnd(r.Context(), session, g.s.stopping)
+		g.calls.awaitEnd(r.Context(), session, gw.open, g.s.stopping)
 	}
 }
 
@@ -575,6 +575,9 @@ type openCall struct {
 	user      string
 	ref       string // the call's reference for callRefs
 	cancelled atomic.Bool
+	// sessionEnded: its session ended while it was open (sessionClosed), which its
+	// stream may not have been waiting for yet (awaitEnd). Guarded by openCalls.mu.
+	sessionEnded bool
 }
 
 func newOpenCalls() *openCalls {
@@ -675,9 +678,15 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return r.c.Close() }
 
-// awaitEnd waits until ctx or stop is done, or session ends (sessionClosed).
-func (o *openCalls) awaitEnd(ctx context.Context, session string, stop context.Context) {
+// awaitEnd waits until ctx or stop is done, or session ends (sessionClosed). c is the
+// open call whose stream waits (nil if it was not added): if its session ended before
+// this wait began, it does not begin.
+func (o *openCalls) awaitEnd(ctx context.Context, session string, c *openCall, stop context.Context) {
 	o.mu.Lock()
+	if c != nil && c.sessionEnded {
+		o.mu.Unlock()
+		return
+	}
 	e := o.ends[session]
 	if e == nil {
 		e = &sessionEnd{ch: make(chan struct{})}
@@ -697,10 +706,16 @@ func (o *openCalls) awaitEnd(ctx context.Context, session string, stop context.C
 	}
 }
 
-// sessionClosed ends the waits of awaitEnd for session.
+// sessionClosed ends the waits of awaitEnd for session, and those its open calls'
+// streams are about to begin.
 func (o *openCalls) sessionClosed(session string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for k, c := range o.m {
+		if k.session == session {
+			c.sessionEnded = true
+		}
+	}
 	if e := o.ends[session]; e != nil {
 		close(e.ch)
 		delete(o.ends, session)
