@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -326,7 +327,13 @@ func interleave(d time.Duration, sides []func(time.Duration) (runStats, error)) 
 			if round%2 == 1 {
 				i = len(sides) - 1 - k
 			}
-			r, err := sides[i](slice)
+			var r runStats
+			var err error
+			// The label names the side in a CPU profile (-cpuprofile; pprof -tagfocus
+			// side=1): goroutines a side starts inherit it.
+			pprof.Do(context.Background(), pprof.Labels("side", strconv.Itoa(i)), func(context.Context) {
+				r, err = sides[i](slice)
+			})
 			if err != nil {
 				return nil, err
 			}
