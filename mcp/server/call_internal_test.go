@@ -71,3 +71,19 @@ func topLevel(t *testing.T, data []byte) map[string]json.RawMessage {
 	}
 	return out
 }
+
+// BenchmarkModernResult is the marshalling of a typical read call's result at
+// 2026-07-28, as the SDK's jsonrpc2 layer does it (json.Marshal of the result).
+func BenchmarkModernResult(b *testing.B) {
+	res := forRevision(protocolStateless, resultOf(runtime.Outcome{Status: runtime.OutcomeSucceeded, Result: &runtime.ToolResult{
+		Content:    []runtime.Item{{Text: "value-of-k-123456", Trust: runtime.TrustExternalUntrusted}},
+		Structured: json.RawMessage(`{"key":"k-123456","value":"value-of-k-123456","length":17}`),
+		Trust:      runtime.TrustExternalUntrusted,
+	}}, identity{SessionID: "s-0123456789abcdefghijklmnopqrstuvwxyz01234567", RunID: "default", CallID: "auto-0123456789abcdef"}))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
