@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ type serveFlags struct {
 	common
 	stdio, noServers           bool
 	addr, proto, mode, session string
+	cpuprofile                 string
 	hold                       time.Duration
 	http                       host.HTTPConfig
 }
@@ -28,6 +31,7 @@ func (f *serveFlags) bind(fs *flag.FlagSet, cmd string) {
 	fs.StringVar(&f.mode, "mode", "", "serve only this mode of the protocol")
 	fs.StringVar(&f.session, "session", "", "session id of the stdio connection (default: a random id)")
 	fs.BoolVar(&f.noServers, "no-servers", false, "do not connect the upstream servers of servers/*.yaml")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE until serve stops (go tool pprof FILE)")
 	fs.DurationVar(&f.hold, "hold", 0, "how long a call held for approval waits before it answers approval_pending (default 5m)")
 	hc := &f.http
 	fs.Func("allowed-host", "a host name (host:port for one port, *.domain for its subdomains) clients reach --http by, besides loopback names and IP literals; repeatable, or comma-separated", func(v string) error {
@@ -60,6 +64,17 @@ func runServe(e *env, cmd string, args []string) int {
 	}
 	if f.stdio == (f.addr != "") {
 		return usageErr(e, cmd, "want exactly one of --stdio, --http ADDR")
+	}
+	if f.cpuprofile != "" {
+		stop, err := startCPUProfile(f.cpuprofile)
+		if err != nil {
+			return fail(e, cmd, err)
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(e.stderr, "%s: --cpuprofile: %v\n", e.name, err)
+			}
+		}()
 	}
 	var servers []string
 	if f.noServers {
@@ -96,6 +111,26 @@ func runServe(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	return ExitOK
+}
+
+// startCPUProfile starts the CPU profile of serve's --cpuprofile: from the start to the
+// end of serve, shutdown included, so a profile of a host under load needs no build of
+// its own (issue 20: profile first). The file is written when serve returns (a signal
+// that stops serve, as SIGINT does, writes it; SIGKILL loses it) and is the operator's:
+// created 0600, replaced if it exists.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // loopback reports whether a listen address can only be reached from this machine.

@@ -243,7 +243,7 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 		proxies = nil
 	}
 	root := writeSpecRoot(tb, transport)
-	toolrunArgs := []string{"serve", "--http", "127.0.0.1:0", "--dir", root}
+	toolrunArgs := toolrunServeArgs(root)
 	toolrunCmd := shellJoin(append([]string{filepath.Join(bin, "toolrun")}, toolrunArgs...))
 	if db := toolrunDB(); db != "" {
 		toolrunCmd = "TOOLRUN_DB=" + shellJoin([]string{db}) + " " + toolrunCmd

@@ -87,7 +87,7 @@ func procsRig(tb testing.TB) *rig {
 
 	root := writeSpecRoot(tb, "  http:\n    url: "+upstreamURL+"\n")
 	tr := startProc(tb, "toolrun", filepath.Join(bin, "toolrun"),
-		[]string{"serve", "--http", "127.0.0.1:0", "--dir", root}, toolrunEnv(), toolrunReady)
+		toolrunServeArgs(root), toolrunEnv(), toolrunReady)
 
 	hc := benchHTTPClient()
 	tb.Cleanup(hc.CloseIdleConnections)
@@ -105,6 +105,18 @@ const serveReady = "listening "
 
 // toolrunReady starts the line `toolrun serve --http` prints once it serves.
 const toolrunReady = "toolrun: serving MCP on http://"
+
+// toolrunServeArgs are the arguments of `toolrun serve` on the spec root root, with
+// --cpuprofile FILE when TOOLGEN_BENCH_TOOLRUN_CPUPROFILE names a FILE: toolrun writes
+// its CPU profile there when the benchmark stops it (SIGINT). The profile covers the
+// whole run, every side's slices included (toolrun idles in the others').
+func toolrunServeArgs(root string) []string {
+	args := []string{"serve", "--http", "127.0.0.1:0", "--dir", root}
+	if f := os.Getenv("TOOLGEN_BENCH_TOOLRUN_CPUPROFILE"); f != "" {
+		args = append(args, "--cpuprofile", f)
+	}
+	return args
+}
 
 // toolrunDB is TOOLGEN_BENCH_TOOLRUN_DB: the store toolrun is given as TOOLRUN_DB, ""
 // for SQLite in its spec root.
