@@ -329,8 +329,8 @@ func interleave(d time.Duration, sides []func(time.Duration) (runStats, error)) 
 			}
 			var r runStats
 			var err error
-			// The label names the side in a CPU profile (-cpuprofile; pprof -tagfocus
-			// side=1): goroutines a side starts inherit it.
+			// The label names the side in a CPU profile (-cpuprofile; go tool pprof
+			// -tagfocus=side:1): goroutines a side starts inherit it.
 			pprof.Do(context.Background(), pprof.Labels("side", strconv.Itoa(i)), func(context.Context) {
 				r, err = sides[i](slice)
 			})
