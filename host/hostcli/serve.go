@@ -115,8 +115,8 @@ func runServe(e *env, cmd string, args []string) int {
 
 // startCPUProfile starts the CPU profile of serve's --cpuprofile: from the start to the
 // end of serve, shutdown included, so a profile of a host under load needs no build of
-// its own (issue 20: profile first). The file is written when serve returns (a signal
-// that stops serve, as SIGINT does, writes it; SIGKILL loses it) and is the operator's:
+// its own (issue 20: profile first). The file is written when serve returns (SIGINT
+// and SIGTERM stop serve, so they write it; SIGKILL loses it) and is the operator's:
 // created 0600, replaced if it exists.
 func startCPUProfile(path string) (stop func() error, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
