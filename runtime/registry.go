@@ -40,6 +40,12 @@ type Registry struct {
 	memory map[SessionKey]Catalog
 	// epoch counts forced epochs, so a pin read from the store while one ran is read again.
 	epoch uint64
+	// currents caches each tenant's current catalog and its fingerprint (current), which
+	// every session minted or pinned anew takes: built once per change of the tools or
+	// the epoch, not per request. changes counts those changes (changedLocked), so that
+	// a catalog built while one happened is not cached.
+	currents map[string]MintedCatalog
+	changes  uint64
 }
 
 type registered struct {
@@ -71,7 +77,7 @@ type toolExprs struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{tools: map[string]*registered{}, memory: map[SessionKey]Catalog{},
-		retired: lru.New[defKey, *ToolSpec](MaxRetiredDefinitions)}
+		retired: lru.New[defKey, *ToolSpec](MaxRetiredDefinitions), currents: map[string]MintedCatalog{}}
 }
 
 // Register adds builtin tools. It refuses, at startup as toolgen does at build time, a
@@ -114,6 +120,7 @@ func (r *Registry) add(t Tool, adapter bool) error {
 		return fmt.Errorf("runtime: register: tool %s is registered twice", reg.spec.Name)
 	}
 	r.tools[reg.spec.Name] = reg
+	r.changedLocked()
 	return nil
 }
 
@@ -184,6 +191,7 @@ func (r *Registry) Replace(t Tool) error {
 	defer r.mu.Unlock()
 	r.retire(r.tools[reg.spec.Name])
 	r.tools[reg.spec.Name] = reg
+	r.changedLocked()
 	return nil
 }
 
@@ -193,6 +201,7 @@ func (r *Registry) Withdraw(name string) {
 	defer r.mu.Unlock()
 	r.retire(r.tools[name])
 	delete(r.tools, name)
+	r.changedLocked()
 }
 
 func resolveSchema(raw json.RawMessage) (*schemaCheck, error) {
@@ -268,6 +277,9 @@ const (
 	// another process, or past this bound — is shown as a placeholder (see
 	// [Registry.Pin]).
 	MaxRetiredDefinitions = 4096
+	// maxCurrentCatalogs bounds the tenants whose current catalog is cached (current);
+	// past it the cache starts over.
+	maxCurrentCatalogs = 1024
 )
 
 // defKey names one definition of a tool.
@@ -328,7 +340,7 @@ func (r *Registry) CachedSessions() int {
 // catalog of its tenant, and nothing is stored or kept for it.
 func (r *Registry) Pin(ctx context.Context, k SessionKey) (Catalog, error) {
 	if k.ID == "" {
-		return r.currentCatalog(k.Tenant), nil
+		return r.current(k.Tenant).catalog, nil
 	}
 	for attempt := 0; ; attempt++ {
 		r.mu.RLock()
@@ -353,7 +365,7 @@ func (r *Registry) Pin(ctx context.Context, k SessionKey) (Catalog, error) {
 			return nil, fmt.Errorf("runtime: read the pinned catalog of session %q: %w", k.ID, err)
 		}
 		if !pinned {
-			if pins, err = ps.SessionPinsCreate(ctx, k.Tenant, k.ID, r.currentPins(k.Tenant)); err != nil {
+			if pins, err = ps.SessionPinsCreate(ctx, k.Tenant, k.ID, pinsOf(r.current(k.Tenant).catalog)); err != nil {
 				return nil, fmt.Errorf("runtime: pin the catalog of session %q: %w", k.ID, err)
 			}
 		}
@@ -388,12 +400,7 @@ type MintedCatalog struct {
 }
 
 // MintCatalog is what a session minted now for tenant pins: its current catalog.
-func (r *Registry) MintCatalog(tenant string) MintedCatalog {
-	r.mu.RLock()
-	c, epoch := r.currentLocked(tenant), r.epoch
-	r.mu.RUnlock()
-	return MintedCatalog{Fingerprint: fingerprint(c), catalog: c, epoch: epoch}
-}
+func (r *Registry) MintCatalog(tenant string) MintedCatalog { return r.current(tenant) }
 
 // PinMinted pins k to m in this process's memory, and writes nothing: a forced epoch
 // since MintCatalog makes it false and pin nothing (mint again). As in Pin, the check
@@ -423,7 +430,7 @@ func (r *Registry) MintFingerprints(k SessionKey) [][sha256.Size]byte {
 	if c, ok := r.held(k); ok {
 		out = append(out, fingerprint(c))
 	}
-	return append(out, fingerprint(r.currentCatalog(k.Tenant)))
+	return append(out, r.current(k.Tenant).Fingerprint)
 }
 
 // held is the catalog this process holds for k, without reading the store.
@@ -458,9 +465,11 @@ func (r *Registry) Mint(ctx context.Context, k SessionKey, fp [sha256.Size]byte)
 	}
 	c, ok := r.held(k)
 	if !ok || fingerprint(c) != fp {
-		if c = r.currentCatalog(k.Tenant); fingerprint(c) != fp {
+		m := r.current(k.Tenant)
+		if m.Fingerprint != fp {
 			return false, ErrCatalogChanged
 		}
+		c = m.catalog
 	}
 	if err := ps.SessionMint(ctx, k.Tenant, k.ID, pinsOf(c)); err != nil {
 		return false, fmt.Errorf("runtime: record minted session %q: %w", k.ID, err)
@@ -510,11 +519,39 @@ func (r *Registry) pinInMemory(k SessionKey) Catalog {
 	return c
 }
 
-// currentCatalog is what a new session of tenant would pin.
-func (r *Registry) currentCatalog(tenant string) Catalog {
+// current is what a new session of tenant pins, and its fingerprint. Every minted
+// session asks for it (a 2026-07-28 request that echoes none mints one), so it is
+// built once per change of the tools or the epoch and shared: a Catalog handed out is
+// never mutated.
+func (r *Registry) current(tenant string) MintedCatalog {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.currentLocked(tenant)
+	m, ok := r.currents[tenant]
+	var c Catalog
+	epoch, changes := r.epoch, r.changes
+	if !ok {
+		c = r.currentLocked(tenant)
+	}
+	r.mu.RUnlock()
+	if ok {
+		return m
+	}
+	m = MintedCatalog{Fingerprint: fingerprint(c), catalog: c, epoch: epoch}
+	r.mu.Lock()
+	if r.changes == changes {
+		if len(r.currents) >= maxCurrentCatalogs {
+			clear(r.currents)
+		}
+		r.currents[tenant] = m
+	}
+	r.mu.Unlock()
+	return m
+}
+
+// changedLocked records a change of the tools or the epoch: the current catalogs are
+// built anew.
+func (r *Registry) changedLocked() {
+	r.changes++
+	clear(r.currents)
 }
 
 func (r *Registry) currentLocked(tenant string) Catalog {
@@ -525,19 +562,6 @@ func (r *Registry) currentLocked(tenant string) Catalog {
 		}
 	}
 	return c
-}
-
-// currentPins are the registered definitions a new session of tenant pins.
-func (r *Registry) currentPins(tenant string) []store.ToolPin {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	pins := make([]store.ToolPin, 0, len(r.tools))
-	for name, reg := range r.tools {
-		if reg.spec.VisibleTo(tenant) {
-			pins = append(pins, store.ToolPin{Tool: name, SHA256: reg.spec.SchemaSHA256})
-		}
-	}
-	return pins
 }
 
 // catalogOf resolves stored pins to definitions (see Pin).
@@ -624,6 +648,7 @@ func (r *Registry) ForceEpochServer(ctx context.Context, prefix string) (int, er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.epoch++
+	r.changedLocked()
 	repin := func(k SessionKey, old Catalog) Catalog {
 		c := make(Catalog, len(old))
 		for name, spec := range old {
