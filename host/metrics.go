@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/otlptranslator"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 
 	"github.com/toolgen/toolgen/runtime"
 )
@@ -40,7 +41,11 @@ func newPromMetrics() (*promMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: prometheus exporter: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp),
+		// Exemplars off: the handler serves the Prometheus text format, which has no
+		// exemplars (OpenMetrics is not negotiated), so offering every measurement to
+		// a reservoir, after walking the call's context for a span, is work nobody sees.
+		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
 	m, err := runtime.NewMetrics(mp)
 	if err != nil {
 		mp.Shutdown(context.Background())

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,6 +34,9 @@ type Metrics struct {
 	uncertainC        metric.Int64Counter
 	callsC            metric.Int64Counter
 	durationH         metric.Float64Histogram
+
+	callSets     sync.Map // callLabels → metric.MeasurementOption; see callAttributes
+	callSetCount atomic.Int64
 }
 
 // NewMetrics creates the instruments on mp's meter "github.com/toolgen/toolgen/runtime".
@@ -102,14 +107,42 @@ func (m *Metrics) call(ctx context.Context, tool string, o Outcome, d time.Durat
 	if m == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String("gen_ai.tool.name", tool),
-		attribute.String("toolgen.status", statusLabel(o.Status)),
-	}
+	l := callLabels{tool: tool, status: statusLabel(o.Status)}
 	if o.ReasonCode != "" {
-		attrs = append(attrs, attribute.String("error.type", reasonLabel(o.ReasonCode)))
+		l.reason = reasonLabel(o.ReasonCode)
 	}
-	set := metric.WithAttributes(attrs...)
+	set := m.callAttributes(l)
 	m.callsC.Add(ctx, 1, set)
 	m.durationH.Record(ctx, d.Seconds(), set)
+}
+
+// callLabels are one call's label values; reason is "" for a call without a reason.
+type callLabels struct{ tool, status, reason string }
+
+// maxCallAttributeSets bounds the label sets Metrics keeps built (callAttributes).
+const maxCallAttributeSets = 4096
+
+// callAttributes is the option carrying l's attribute set. The set is built once
+// per distinct l, not per call (building one sorts and hashes its attributes), up to
+// maxCallAttributeSets of them: the labels come from bounded sets, but a registry's
+// tools times the reason codes can still be many, so past the bound a set is built
+// for each call, as before the cache.
+func (m *Metrics) callAttributes(l callLabels) metric.MeasurementOption {
+	if opt, ok := m.callSets.Load(l); ok {
+		return opt.(metric.MeasurementOption)
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.tool.name", l.tool),
+		attribute.String("toolgen.status", l.status),
+	}
+	if l.reason != "" {
+		attrs = append(attrs, attribute.String("error.type", l.reason))
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	if m.callSetCount.Load() < maxCallAttributeSets {
+		if _, loaded := m.callSets.LoadOrStore(l, opt); !loaded {
+			m.callSetCount.Add(1)
+		}
+	}
+	return opt
 }
