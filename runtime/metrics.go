@@ -124,9 +124,9 @@ const maxCallAttributeSets = 4096
 
 // callAttributes is the option carrying l's attribute set. The set is built once
 // per distinct l, not per call (building one sorts and hashes its attributes), up to
-// maxCallAttributeSets of them: the labels come from bounded sets, but a registry's
-// tools times the reason codes can still be many, so past the bound a set is built
-// for each call, as before the cache.
+// maxCallAttributeSets of them (a few more when calls race at the bound): the labels
+// come from bounded sets, but a registry's tools times the reason codes can still be
+// many, so past the bound a set is built for each call, as before the cache.
 func (m *Metrics) callAttributes(l callLabels) metric.MeasurementOption {
 	if opt, ok := m.callSets.Load(l); ok {
 		return opt.(metric.MeasurementOption)
