@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -40,27 +41,12 @@ func TestMetrics_CallAttributeSets(t *testing.T) {
 			m.call(ctx, tool, odd, time.Millisecond)
 		}
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			if mt.Name != "toolgen.tool.calls" {
-				continue
-			}
-			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
-				tool, _ := dp.Attributes.Value("gen_ai.tool.name")
-				status, _ := dp.Attributes.Value("toolgen.status")
-				reason, has := dp.Attributes.Value("error.type")
-				if has != (status.AsString() != string(OutcomeSucceeded)) {
-					t.Errorf("%s %s: error.type present = %v", tool.AsString(), status.AsString(), has)
-				}
-				got[tool.AsString()+" "+status.AsString()+" "+reason.AsString()] += dp.Value
-			}
-		}
-	}
+	got := CallsByLabels(t, reader, func(a attribute.Set) string {
+		tool, _ := a.Value("gen_ai.tool.name")
+		status, _ := a.Value("toolgen.status")
+		reason, _ := a.Value("error.type")
+		return tool.AsString() + " " + status.AsString() + " " + reason.AsString()
+	})
 	past := "fill." + strconv.Itoa(maxCallAttributeSets+5)
 	for key, want := range map[string]int64{
 		"fill.0 succeeded ":              3,
@@ -75,6 +61,28 @@ func TestMetrics_CallAttributeSets(t *testing.T) {
 			t.Errorf("calls{%s} = %d, want %d", key, got[key], want)
 		}
 	}
+}
+
+// CallsByLabels is toolgen.tool.calls as reader collects it, summed by key of each
+// point's attributes (for this package's tests and runtime_test's).
+func CallsByLabels(tb testing.TB, reader *sdkmetric.ManualReader, key func(attribute.Set) string) map[string]int64 {
+	tb.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		tb.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name != "toolgen.tool.calls" {
+				continue
+			}
+			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
+				got[key(dp.Attributes)] += dp.Value
+			}
+		}
+	}
+	return got
 }
 
 // BenchmarkMetricsCall is what recording one call costs (Metrics.call: the counter and

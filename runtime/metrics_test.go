@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -79,22 +80,10 @@ func TestMetrics_UnknownToolNamesShareOneLabel(t *testing.T) {
 		wantStatus(t, h.exec(h.call(name, fmt.Sprint("c", i), `{}`)), runtime.OutcomeDenied, runtime.ReasonUnknownTool)
 	}
 	wantStatus(t, h.exec(h.call("demo.read", "ok", `{}`)), runtime.OutcomeSucceeded, "")
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			if mt.Name != "toolgen.tool.calls" {
-				continue
-			}
-			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
-				v, _ := dp.Attributes.Value("gen_ai.tool.name")
-				got[v.AsString()] += dp.Value
-			}
-		}
-	}
+	got := runtime.CallsByLabels(t, reader, func(a attribute.Set) string {
+		v, _ := a.Value("gen_ai.tool.name")
+		return v.AsString()
+	})
 	if want := map[string]int64{runtime.UnknownLabel: 3, "demo.read": 1}; !maps.Equal(got, want) {
 		t.Fatalf("toolgen.tool.calls by gen_ai.tool.name = %v, want %v", got, want)
 	}
