@@ -525,17 +525,13 @@ func (r *Registry) pinInMemory(k SessionKey) Catalog {
 // never mutated.
 func (r *Registry) current(tenant string) MintedCatalog {
 	r.mu.RLock()
-	m, ok := r.currents[tenant]
-	var c Catalog
-	epoch, changes := r.epoch, r.changes
-	if !ok {
-		c = r.currentLocked(tenant)
-	}
-	r.mu.RUnlock()
-	if ok {
+	if m, ok := r.currents[tenant]; ok {
+		r.mu.RUnlock()
 		return m
 	}
-	m = MintedCatalog{Fingerprint: fingerprint(c), catalog: c, epoch: epoch}
+	c, epoch, changes := r.currentLocked(tenant), r.epoch, r.changes
+	r.mu.RUnlock()
+	m := MintedCatalog{Fingerprint: fingerprint(c), catalog: c, epoch: epoch}
 	r.mu.Lock()
 	if r.changes == changes {
 		if len(r.currents) >= maxCurrentCatalogs {
