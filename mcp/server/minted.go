@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -20,12 +21,21 @@ import (
 // doc.go) costs nothing when it is minted: its catalog is pinned in this process's
 // memory (runtime.Registry.PinMinted) and its id is
 //
-//	"s-" + 26 random base32 characters + 16 base32 characters of a MAC
+//	"s-" + 9 characters of the minting millisecond + 17 random characters
+//	     + 16 characters of a MAC
 //
-// the MAC (HMAC-SHA256, keyed from Options.CallIDSecret, which every process on a store
-// shares) covering the caller's tenant, the random part and the fingerprint of the
-// pinned catalog. A client that never echoes its session, the go-sdk client's default,
-// so leaves nothing in the store per call: no owner, no pins (issue 20).
+// every character from the base32 alphabet, the MAC (HMAC-SHA256, keyed from
+// Options.CallIDSecret, which every process on a store shares) covering the caller's
+// tenant, the time and random characters, and the fingerprint of the pinned catalog.
+// A client that never echoes its session, the go-sdk client's default, so leaves
+// nothing in the store per call: no owner, no pins (issue 20).
+//
+// Such a client makes every call a session of its own, and its record's session and
+// breaker index entries (the run is the session) are keyed by the id. The millisecond
+// comes first, in digits whose byte order is their value's (mintedTimeDigits), so ids
+// minted later sort later and those entries land at the indexes' right edge, on pages
+// a recent record wrote, rather than each on a random leaf (issue 20). What the order
+// gives away is when the client was handed the id; 85 random bits stay unguessable.
 //
 // The first request that echoes the id, in any process, proves it before anything
 // else: the MAC must hold for the caller's tenant and for the catalog this process
@@ -39,12 +49,31 @@ import (
 // errSessionUnavailable, whose message says to start a new session.
 
 const (
-	mintedRandomLen = 26 // rand.Text
-	mintedMACLen    = 16 // base32 characters: 80 bits
+	mintedRandomLen = mintedTimeLen + 17 // the millisecond, then random characters
+	mintedTimeLen   = 9                  // 45 bits of Unix milliseconds: until the year 3084
+	mintedMACLen    = 16                 // base32 characters: 80 bits
 	mintedIDLen     = len(MintedSessionPrefix) + mintedRandomLen + mintedMACLen
 )
 
 var mintedEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// mintedTimeDigits are the base32 alphabet's characters in byte order, the digits of
+// a minted id's millisecond: "2" < "A" in bytes, where the standard encoding gives "A"
+// the lower value.
+const mintedTimeDigits = "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// mintedRandom is the part of a minted id its MAC covers besides the tenant and the
+// catalog: now's Unix millisecond, then random characters from rand.Text.
+func mintedRandom(now time.Time) string {
+	var b [mintedRandomLen]byte
+	ms := uint64(now.UnixMilli())
+	for i := mintedTimeLen - 1; i >= 0; i-- {
+		b[i] = mintedTimeDigits[ms%32]
+		ms /= 32
+	}
+	copy(b[mintedTimeLen:], rand.Text())
+	return string(b[:])
+}
 
 // mintKey is the MAC key of minted ids, derived from the call id secret so the two
 // never share a key.
@@ -68,7 +97,7 @@ func (s *Server) mintedMAC(tenant, random string, fp [sha256.Size]byte) string {
 func (s *Server) mint(tenant string) string {
 	for {
 		m := s.opts.Registry.MintCatalog(tenant)
-		random := rand.Text()
+		random := mintedRandom(time.Now())
 		id := MintedSessionPrefix + random + s.mintedMAC(tenant, random, m.Fingerprint)
 		if s.opts.Registry.PinMinted(runtime.SessionKey{Tenant: tenant, ID: id}, m) {
 			return id
