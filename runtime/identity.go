@@ -63,7 +63,9 @@ const DefaultRetryWindow = 10 * time.Minute
 // 5), which every call needs, named or derived (store.InvocationPriorCalls). So is,
 // for a named call that may be recorded once, whether its key has a row: a named
 // call is the call its id names, so its key is known before the read, and a read
-// call would otherwise look it up apart at step 8 (issue 20).
+// call would otherwise look it up apart at step 8 (issue 20). A call in a new run
+// (Call.NewRun) reads nothing: the run can hold no call yet, so the first generation
+// and an empty counter are what the read would have returned.
 func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 	c.argsHash = ArgsHash(c.spec.Name, c.canonicalArgs)
 	params := store.PriorCallsParams{Tenant: c.Tenant, RunID: c.RunID, Step: c.Step, ArgsHash: c.argsHash}
@@ -75,9 +77,12 @@ func (p *Pipeline) stepIdentity(ctx context.Context, c *call) error {
 			params.Key = c.key
 		}
 	}
-	prior, err := p.cfg.Store.InvocationPriorCalls(ctx, params)
-	if err != nil {
-		return fmt.Errorf("runtime: call identity and breaker: %w", err)
+	var prior store.PriorCalls // a new run has no earlier calls: nothing to read
+	if !c.NewRun {
+		var err error
+		if prior, err = p.cfg.Store.InvocationPriorCalls(ctx, params); err != nil {
+			return fmt.Errorf("runtime: call identity and breaker: %w", err)
+		}
 	}
 	c.breaker = prior.Breaker
 	switch {

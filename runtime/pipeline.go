@@ -199,8 +199,16 @@ type Call struct {
 	// belongs to a session leaves it false, so the session's pins decide (MCP-7).
 	Unpinned bool
 	RunID    string
-	Step     int
-	CallID   string
+	// NewRun says no call can have been made in RunID before this one: the run was
+	// created for this call's own request (the MCP server's session minted for a
+	// request that named none, whose id is the run's). The pipeline then skips the
+	// read of the run's earlier calls (call identity, SES-2, and the breaker's
+	// counter, RT-8), which could only find none (issue 20). Leave it false for a run
+	// id anyone could have sent before: a wrong true makes a retry a new call and
+	// starts the breaker's count from zero.
+	NewRun bool
+	Step   int
+	CallID string
 	// Derived says the caller sent no call id: CallID is derived from the tool and the
 	// arguments (the MCP server's DerivedCallID), and names the calls of that tool
 	// with those arguments in the run and step. The pipeline decides whether this one

@@ -76,6 +76,7 @@ func (s *Server) prepareCall(ctx context.Context, req *mcp.CallToolRequest) (pre
 		Principal: principal,
 		SessionID: id.SessionID,
 		RunID:     id.RunID,
+		NewRun:    id.NewRun,
 		Step:      id.Step,
 		CallID:    id.CallID,
 		Derived:   id.Derived,

@@ -96,7 +96,8 @@
 //     that echoes it keeps its session: the same pins, the same mode, the same derived
 //     call ids (so its retry is a retry, SES-2). A client that does not makes each
 //     request a session of its own: the current catalog and the protocol's initial
-//     mode every time, and a retry that is a new call. Minting writes nothing (issue
+//     mode every time, and a retry that is a new call (in a run that is new too, so
+//     the pipeline reads none of its earlier calls: runtime.Call.NewRun). Minting writes nothing (issue
 //     20): the id, "s-" + 9 characters of the minting millisecond (so ids sort by it),
 //     17 random and 16 MAC base32 characters, carries a MAC over the tenant and the
 //     catalog it pinned, and the session is written, owner and pins

@@ -51,6 +51,8 @@ type identity struct {
 	// Derived: the client sent no call id; CallID is DerivedCallID's, the base of the
 	// generations the pipeline chooses among (runtime.Call.Derived).
 	Derived bool
+	// NewRun: the run is a session minted for this request (runtime.Call.NewRun).
+	NewRun bool
 }
 
 // DerivedCallID is the call id of a call whose client sent none: "auto-" + the first
@@ -97,11 +99,12 @@ const CallIDSecretBytes = 32
 // random.) Besides, every session-keyed state is keyed by (tenant, session), so even
 // a claim bypassed would reach no state of the owner's. A session the server minted
 // is bound to its tenant by the MAC in its id until its first echo writes it to the
-// store (minted.go).
-func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (string, error) {
-	id, err := s.sessionID(ctx, ss, meta)
+// store (minted.go). minted reports a session minted for this request, which no
+// request can have used before.
+func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant string) (id string, minted bool, err error) {
+	id, err = s.sessionID(ctx, ss, meta)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if id == "" {
 		// A request that carries no session at all — revision 2026-07-28 over HTTP,
@@ -109,29 +112,29 @@ func (s *Server) sessionOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.
 		// _meta MetaSessionID: a client that echoes it keeps its pinned catalog and
 		// mode; one that does not makes each request a session of its own (doc.go). It
 		// is written to the store only if it comes back (minted.go).
-		return s.mint(tenant), nil
+		return s.mint(tenant), true, nil
 	}
 	if owner, ok := s.owners.Get(id); ok {
 		if owner != tenant {
-			return "", errSessionUnavailable(id)
+			return "", false, errSessionUnavailable(id)
 		}
-		return id, nil
+		return id, false, nil
 	}
 	if isMintedForm(id) {
 		if done, err := s.openMinted(ctx, tenant, id); done || err != nil {
-			return id, err
+			return id, false, err
 		}
 	}
 	owned, err := s.opts.Sessions.SessionClaim(ctx, tenant, id)
 	if err != nil {
 		s.log.Error("mcp/server: the session's owner could not be read or recorded", "error", err)
-		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
+		return "", false, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "toolgen: the session could not be opened"}
 	}
 	if !owned {
-		return "", errSessionUnavailable(id)
+		return "", false, errSessionUnavailable(id)
 	}
 	s.owners.Add(id, tenant)
-	return id, nil
+	return id, false, nil
 }
 
 // errSessionUnavailable refuses a session id the caller's tenant does not own.
@@ -161,8 +164,9 @@ const MintedSessionPrefix = "s-"
 // identityOf applies the ids rule (doc.go) to a tools/call.
 func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, tenant, tool string, args json.RawMessage) (identity, error) {
 	var id identity
+	var minted bool
 	var err error
-	if id.SessionID, err = s.sessionOf(ctx, ss, meta, tenant); err != nil {
+	if id.SessionID, minted, err = s.sessionOf(ctx, ss, meta, tenant); err != nil {
 		return id, err
 	}
 	run, ok, err := metaID(meta, MetaRunID)
@@ -173,6 +177,7 @@ func (s *Server) identityOf(ctx context.Context, ss *mcp.ServerSession, meta mcp
 	if ok {
 		id.RunID = run
 	}
+	id.NewRun = minted && !ok // the run is the session minted just now
 	if id.Step, err = metaStep(meta); err != nil {
 		return id, err
 	}

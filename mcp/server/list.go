@@ -29,7 +29,7 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	session, err := s.sessionOf(ctx, req.Session, meta, principal.Tenant)
+	session, _, err := s.sessionOf(ctx, req.Session, meta, principal.Tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -710,3 +710,44 @@ func TestStateless_MintedSessionKeepsItsCatalog(t *testing.T) {
 		t.Fatalf("a refused minted session was written: %v, %v", pinned, err)
 	}
 }
+
+// A call whose session was minted for its own request, and whose run is that
+// session, is the first call of a run nobody can have used: it makes no read of the
+// run's earlier calls (call identity and the breaker, issue 20), and is recorded as
+// any call is. The session echoed, or a run the client names, is read as any run is:
+// the write's retry in the echoed session finds its outcome and does not run again.
+func TestStateless_NewRunReadsNoEarlierCalls(t *testing.T) {
+	var counting *storetest.CountingStore
+	e := newEnv(t, envConfig{wrap: func(s store.Store) store.Store { counting = storetest.NewCountingStore(s); return counting }})
+	cs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	counting.Reset()
+
+	sent := call(t, cs, "demo__send", map[string]any{"n": 1}, nil)
+	read := call(t, cs, "demo__read", map[string]any{"n": 1}, nil)
+	if sent.IsError || read.IsError {
+		t.Fatalf("calls in new runs: %s, %s", dump(sent), dump(read))
+	}
+	if n := counting.Reads("InvocationPriorCalls"); n != 0 {
+		t.Fatalf("two calls in runs minted for them read the runs' earlier calls %d times, want 0", n)
+	}
+	session := metaString(sent.Meta, server.MetaSessionID)
+	if inv, err := e.store.InvocationGetByKey(e.ctx, keyOf(t, sent, "demo.send", `{"n":1}`)); err != nil || inv.RunID != session || inv.SessionID != session {
+		t.Fatalf("the write in a new run: %+v, %v; want it recorded in run and session %s", inv, err, session)
+	}
+
+	retry := call(t, cs, "demo__send", map[string]any{"n": 1}, mcp.Meta{server.MetaSessionID: session})
+	if n := e.tools["demo.send"].execs.Load(); retry.IsError || retry.Meta[server.MetaReplayed] != true || n != 1 {
+		t.Fatalf("the write's retry in its echoed session: %s, the tool ran %d times; want its record replayed, one run", dump(retry), n)
+	}
+	named := call(t, cs, "demo__read", map[string]any{"n": 2}, mcp.Meta{server.MetaRunID: "run-7"})
+	if named.IsError {
+		t.Fatalf("a call in a named run: %s", dump(named))
+	}
+	if n := counting.Reads("InvocationPriorCalls"); n != 2 {
+		t.Fatalf("the echoed session's call and the named run's read the runs' earlier calls %d times, want 2", n)
+	}
+}
