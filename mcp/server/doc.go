@@ -97,16 +97,16 @@
 //     call ids (so its retry is a retry, SES-2). A client that does not makes each
 //     request a session of its own: the current catalog and the protocol's initial
 //     mode every time, and a retry that is a new call (in a run that is new too, so
-//     the pipeline reads none of its earlier calls: runtime.Call.NewRun). Minting writes nothing (issue
-//     20): the id, "s-" + 9 characters of the minting millisecond (so ids sort by it),
-//     17 random and 16 MAC base32 characters, carries a MAC over the tenant and the
-//     catalog it pinned, and the session is written, owner and pins
-//     in one write, when a request first echoes it (minted.go). Another tenant's echo,
-//     a forged id, and an echo whose catalog no process still knows (it changed before
-//     the first echo, and MCP-7 never re-pins silently) are refused as another
-//     tenant's session is. On stdio the connection's session (Options.SessionID,
-//     toolrun serve --session) stays the default at every revision: one process, one
-//     client.
+//     the pipeline reads none of its earlier calls: runtime.Call.NewRun). Minting
+//     writes nothing (issue 20): the id, "s-" + 9 characters of the minting
+//     millisecond (so ids sort by it), 17 random and 16 MAC base32 characters,
+//     carries a MAC over the tenant and the catalog it pinned, and the session is
+//     written, owner and pins in one write, when a request first echoes it
+//     (minted.go). Another tenant's echo, a forged id, and an echo whose catalog no
+//     process still knows (it changed before the first echo, and MCP-7 never re-pins
+//     silently) are refused as another tenant's session is. On stdio the
+//     connection's session (Options.SessionID, toolrun serve --session) stays the
+//     default at every revision: one process, one client.
 //   - The run, step and call ids (io.toolgen/run_id, step, call_id), as above.
 //
 // tools/list results carry the cache hints of SEP-2549, always cacheScope "private"
