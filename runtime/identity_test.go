@@ -32,6 +32,7 @@ func TestIdentity_DerivedCalls(t *testing.T) {
 			t.Run("FailedBeforeTheWatermarkRunsAgain", func(t *testing.T) { testFailedBeforeWatermarkRunsAgain(t, d.open(t)) })
 			t.Run("ResolvedNotHappenedRunsOnceMoreUnderItsKey", func(t *testing.T) { testResolvedNotHappened(t, d.open(t)) })
 			t.Run("ResolvedHappenedReplaysASuccess", func(t *testing.T) { testResolvedHappened(t, d.open(t)) })
+			t.Run("NewRunReadsNothingBefore", func(t *testing.T) { testNewRunReadsNothing(t, d.open(t)) })
 		})
 	}
 }
@@ -289,5 +290,43 @@ func testResolvedHappened(t *testing.T, st store.Store) {
 	wantStatus(t, o, runtime.OutcomeSucceeded, "")
 	if !o.Replayed || o.CallID != inv.CallID || send.effects.Load() != 0 || o.Result == nil || len(o.Result.Content) == 0 {
 		t.Fatalf("after happened: %+v effects %d, want the confirmation replayed", o, send.effects.Load())
+	}
+}
+
+// A call in a new run (Call.NewRun) reads none of the run's earlier calls: it is the
+// first generation with an empty breaker counter, recorded as any call is. The run's
+// next call, no longer new, is read as usual: a write's retry replays its record.
+func testNewRunReadsNothing(t *testing.T, st store.Store) {
+	read := newTestTool("demo.read", runtime.SideEffectRead, runtime.Idempotent)
+	send := newTestTool("demo.send", runtime.SideEffectWrite, runtime.NonIdempotent)
+	h := newHarnessOn(t, st, runtime.Config{}, read, send)
+	inRun := func(c runtime.Call, run string, isNew bool) runtime.Call {
+		c.RunID, c.NewRun = run, isNew
+		return c
+	}
+	r := h.exec(inRun(h.derived("demo.read", `{"n":1}`), "fresh-1", true))
+	w := h.exec(inRun(h.derived("demo.send", `{"n":1}`), "fresh-2", true))
+	named := h.exec(inRun(h.call("demo.send", "mine", `{"n":2}`), "fresh-3", true))
+	for _, o := range []runtime.Outcome{r, w, named} {
+		wantStatus(t, o, runtime.OutcomeSucceeded, "")
+	}
+	if r.CallID != "auto-base" || w.CallID != "auto-base" || r.Replayed || w.Replayed || named.Replayed {
+		t.Fatalf("calls in new runs: %s %s %s, want first generations executed", r.CallID, w.CallID, named.CallID)
+	}
+	if n := h.counting.Reads("InvocationPriorCalls"); n != 0 {
+		t.Fatalf("calls in new runs read their runs' earlier calls %d times, want 0", n)
+	}
+	key := runtime.IdempotencyKey(runtime.KeyInput{Tenant: "acme", RunID: "fresh-2", Step: 1, CallID: w.CallID,
+		Tool: "demo.send", ToolVersion: 1, CanonicalArgs: []byte(`{"n":1}`)})
+	if inv, err := st.InvocationGetByKey(h.ctx, key); err != nil || inv.RunID != "fresh-2" || inv.Status != store.StatusSucceeded {
+		t.Fatalf("the write in a new run: %+v, %v; want its row SUCCEEDED in run fresh-2", inv, err)
+	}
+	retry := h.exec(inRun(h.derived("demo.send", `{"n":1}`), "fresh-2", false))
+	again := h.exec(inRun(h.call("demo.send", "mine", `{"n":2}`), "fresh-3", false))
+	if !retry.Replayed || retry.CallID != w.CallID || !again.Replayed || send.effects.Load() != 2 {
+		t.Fatalf("the writes' retries: replayed %v %v, effects %d; want both replayed, 2 effects", retry.Replayed, again.Replayed, send.effects.Load())
+	}
+	if n := h.counting.Reads("InvocationPriorCalls"); n != 2 {
+		t.Fatalf("the retries read their runs' earlier calls %d times, want 2", n)
 	}
 }
