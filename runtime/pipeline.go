@@ -204,8 +204,9 @@ type Call struct {
 	// request that named none, whose id is the run's). The pipeline then skips the
 	// read of the run's earlier calls (call identity, SES-2, and the breaker's
 	// counter, RT-8), which could only find none (issue 20). Leave it false for a run
-	// id anyone could have sent before: a wrong true makes a retry a new call and
-	// starts the breaker's count from zero.
+	// id anyone could have sent before: a wrong true decides the call as the run's
+	// first (the first generation of a derived id, a breaker count of zero); the key's
+	// uniqueness still keeps a write from running twice under one key.
 	NewRun bool
 	Step   int
 	CallID string
