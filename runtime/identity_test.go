@@ -329,4 +329,9 @@ func testNewRunReadsNothing(t *testing.T, st store.Store) {
 	if n := h.counting.Reads("InvocationPriorCalls"); n != 2 {
 		t.Fatalf("the retries read their runs' earlier calls %d times, want 2", n)
 	}
+	// A caller that says NewRun of a run it used before gets the run's first decision,
+	// and the key still keeps the write from running twice.
+	if o := h.exec(inRun(h.derived("demo.send", `{"n":1}`), "fresh-2", true)); !o.Replayed || send.effects.Load() != 2 {
+		t.Fatalf("NewRun on a used run: replayed %v, effects %d; want the record replayed, 2 effects", o.Replayed, send.effects.Load())
+	}
 }
