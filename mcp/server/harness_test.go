@@ -252,7 +252,7 @@ func (e *env) connectHTTP(progress *progressLog) *mcp.ClientSession {
 }
 
 // connectURL connects a go-sdk client at 2025-11-25, the session-based revision
-// (connectModern for 2026-07-28, the go-sdk client's default).
+// (connectVersion with "" for 2026-07-28, the go-sdk client's default).
 func (e *env) connectURL(url string, progress *progressLog) *mcp.ClientSession {
 	e.t.Helper()
 	return e.connectVersion(url, "2025-11-25", progress)

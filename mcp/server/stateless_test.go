@@ -719,11 +719,7 @@ func TestStateless_MintedSessionKeepsItsCatalog(t *testing.T) {
 func TestStateless_NewRunReadsNoEarlierCalls(t *testing.T) {
 	var counting *storetest.CountingStore
 	e := newEnv(t, envConfig{wrap: func(s store.Store) store.Store { counting = storetest.NewCountingStore(s); return counting }})
-	cs, err := newClient(nil).Connect(e.ctx, &mcp.StreamableClientTransport{Endpoint: e.httpURL(), MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.connectVersion(e.httpURL(), "", nil) // the go-sdk client's default revision, 2026-07-28
 	counting.Reset()
 
 	sent := call(t, cs, "demo__send", map[string]any{"n": 1}, nil)
