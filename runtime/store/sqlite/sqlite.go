@@ -122,7 +122,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := write.PingContext(ctx); err != nil {
+	if err := pingWhileBusy(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -154,6 +154,32 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openBusyWait bounds how long pingWhileBusy retries: busy_timeout's 10 s.
+const openBusyWait = 10 * time.Second
+
+// pingWhileBusy opens db's connection, retrying while SQLite answers SQLITE_BUSY. Two
+// processes opening a new file at once race to switch it to WAL, and SQLite refuses
+// the loser's journal_mode at once, without its busy handler (waiting there could
+// deadlock), so busy_timeout does not cover it; by the next try the file is in WAL
+// and the pragma changes nothing.
+func pingWhileBusy(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(openBusyWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := db.PingContext(ctx)
+		var se *msqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // oneConnection opens a pool of exactly one connection, kept open for the store's

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -438,5 +439,32 @@ func TestWAL_CheckpointedByTheWrites(t *testing.T) {
 	}
 	if n := walPages(t, s); n > bound {
 		t.Fatalf("after 2,000 write calls the WAL holds %d pages, want at most %d: no checkpoint ran", n, bound)
+	}
+}
+
+// Hosts started together on a new store file all open it: the ones that lose the race
+// to switch the file to WAL, which SQLite answers with SQLITE_BUSY without waiting,
+// try again instead of failing (seen as "database is locked" when two toolrun serve
+// started at once on one file). Each round is a new file opened three times at once.
+func TestOpen_ConcurrentOnANewFile(t *testing.T) {
+	for round := range 30 {
+		path := filepath.Join(t.TempDir(), "shared.db")
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			wg.Go(func() {
+				s, err := Open(context.Background(), path)
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, open %d: %v", round, i, err)
+			}
+		}
 	}
 }
