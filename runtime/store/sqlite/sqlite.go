@@ -97,8 +97,25 @@ type readStmts struct {
 // frame, which needs cache_spill=0: no frame is written before its commit.
 // wal_autocheckpoint is autocheckpointPages: the store checkpoints in the background
 // (checkpoint.go), and a commit only when the WAL has grown that far regardless.
-const connParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+//
+// page_size is pageSize, for a new file; journal_mode is the driver's _journal_mode key
+// rather than a _pragma because the driver runs the _pragmas in alphabetical order, and
+// switching a new file to WAL writes its first page, which fixes the page size: the key
+// runs after them.
+const connParams = "_pragma=page_size(2048)&_pragma=busy_timeout(10000)&_journal_mode=WAL&_pragma=synchronous(FULL)" +
 	"&_pragma=foreign_keys(1)&_pragma=cache_spill(0)&_pragma=wal_autocheckpoint(8000)&_txlock=immediate&vfs=toolgen-wal"
+
+// pageSize is the page size of a file the store creates (connParams), half SQLite's
+// default. A commit writes every page it changed, whole, to the WAL, and the
+// checkpoint writes it again to the database file; a call's record changes a leaf of
+// the table, of each of its three indexes and of the events table, whatever its size,
+// so smaller pages are fewer bytes written, checksummed and copied per call: a read
+// call's record costs 8-15 % less CPU on 2 KiB pages than on 4 KiB
+// (BenchmarkRecordPageSize, BENCHMARKS.md, issue 20), and a large result no more. 1 KiB
+// was faster still for small results and slower for results of several KiB, which
+// then take chains of overflow pages. A file created before keeps its page size (SQLite
+// changes it only by a VACUUM outside WAL mode); the store works on either.
+const pageSize = 2048
 
 // readers is the size of the read pool.
 const readers = 4

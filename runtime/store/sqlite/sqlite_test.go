@@ -42,6 +42,49 @@ func TestConformance(t *testing.T) {
 		}))
 }
 
+// olderFile creates, in t.TempDir(), a WAL database file with pages of size bytes, as
+// the store created before it chose its own page size (SQLite's default, 4,096), and
+// returns its path.
+func olderFile(t testing.TB, size int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "older.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("PRAGMA page_size = " + strconv.Itoa(size) + "; PRAGMA journal_mode = WAL"); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestOpen_KeepsAnOlderFilesPageSize: a file created with other pages than pageSize
+// (every store file before it) opens, migrates and records with the pages it has;
+// connParams' page_size applies only to new files.
+func TestOpen_KeepsAnOlderFilesPageSize(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, olderFile(t, 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := store.InsertRecordOnce(store.Call{Key: "k", Tenant: "t", Tool: "read", Decision: store.DecisionAllow},
+		store.SettleSucceeded([]byte(`{"ok":true}`)))
+	if _, inserted, err := s.InvocationInsert(ctx, p); err != nil || !inserted {
+		t.Fatalf("record: %v, %v", inserted, err)
+	}
+	for name, pool := range map[string]*sql.DB{"writer": s.write, "relaxed": s.relaxed, "reader": s.read} {
+		var size int
+		if err := pool.QueryRowContext(ctx, "PRAGMA page_size").Scan(&size); err != nil || size != 4096 {
+			t.Errorf("%s: PRAGMA page_size = %d (%v), want the file's 4096", name, size, err)
+		}
+	}
+	if got, err := s.InvocationGetByKey(ctx, "k"); err != nil || got.Status != store.StatusSucceeded {
+		t.Fatalf("read back: %+v, %v", got, err)
+	}
+}
+
 func TestOpen_Pragmas(t *testing.T) {
 	s := newTestStore(t)
 	for pragma, want := range map[string]string{
@@ -49,6 +92,7 @@ func TestOpen_Pragmas(t *testing.T) {
 		"synchronous":  "2", // FULL: the watermark commit survives power loss
 		"foreign_keys": "1",
 		"busy_timeout": "10000",
+		"page_size":    strconv.Itoa(pageSize), // a new file
 		// the backstop: the store checkpoints in the background (checkpoint.go)
 		"wal_autocheckpoint": strconv.Itoa(autocheckpointPages),
 	} {

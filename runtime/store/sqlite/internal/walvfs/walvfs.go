@@ -17,7 +17,7 @@ const Name = "toolgen-wal"
 
 const (
 	frameHeaderSize = 24        // a WAL frame's header (https://sqlite.org/fileformat.html#wal_file_format)
-	bufferSize      = 128 << 10 // 31 frames of 4 KiB pages: a call's record is about 8
+	bufferSize      = 128 << 10 // 62 frames of the store's 2 KiB pages, 31 of 4 KiB: a call's record is about 6
 	openWAL         = sqlite3.SQLITE_OPEN_WAL
 	sqliteOK        = sqlite3.SQLITE_OK
 	stateAlign      = unsafe.Alignof(int64(0))
