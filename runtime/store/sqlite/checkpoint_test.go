@@ -66,6 +66,37 @@ func TestCheckpoint_NotByTheCalls(t *testing.T) {
 	}
 }
 
+// TestWAL_BytesPerRecord: a read call's record on a new file (pageSize) writes about
+// half the WAL bytes it writes on a file of 4 KiB pages, as every file had before: a
+// commit writes each page it changed whole, and a record changes about as many pages
+// whatever their size. Checkpoints are stopped, so the WAL file's growth is what the
+// records wrote.
+func TestWAL_BytesPerRecord(t *testing.T) {
+	perRecord := func(s *Store) int64 {
+		if err := s.checkpoints.close(); err != nil {
+			t.Fatal(err)
+		}
+		recordReads(t, s, "first", 10)
+		before := walPages(t, s)
+		recordReads(t, s, "read", 1000)
+		var size int64
+		if err := s.write.QueryRowContext(t.Context(), "PRAGMA page_size").Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		return (walPages(t, s) - before) * (size + 24) / 1000
+	}
+	older, err := Open(t.Context(), olderFile(t, 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { older.Close() })
+	onNew, onOlder := perRecord(newTestStore(t)), perRecord(older)
+	t.Logf("WAL bytes per record: %d on a new file, %d on 4 KiB pages", onNew, onOlder)
+	if onNew > onOlder*6/10 {
+		t.Fatalf("a record writes %d WAL bytes on a new file against %d on 4 KiB pages: want at most 60 %%", onNew, onOlder)
+	}
+}
+
 // TestCheckpoint_InTheBackground: with no call doing it, the store's goroutine copies
 // the WAL's pages into the database file.
 func TestCheckpoint_InTheBackground(t *testing.T) {

@@ -110,11 +110,12 @@ const connParams = "_pragma=page_size(2048)&_pragma=busy_timeout(10000)&_journal
 // checkpoint writes it again to the database file; a call's record changes a leaf of
 // the table, of each of its three indexes and of the events table, whatever its size,
 // so smaller pages are fewer bytes written, checksummed and copied per call: a read
-// call's record costs 8-15 % less CPU on 2 KiB pages than on 4 KiB
-// (BenchmarkRecordPageSize, BENCHMARKS.md, issue 20), and a large result no more. 1 KiB
-// was faster still for small results and slower for results of several KiB, which
-// then take chains of overflow pages. A file created before keeps its page size (SQLite
-// changes it only by a VACUUM outside WAL mode); the store works on either.
+// call's record writes about 12 KB to the WAL on 2 KiB pages against 22 KB on 4 KiB,
+// and costs 5-7 % less CPU with a small result, the same within the spread with a
+// 2 KiB one (BenchmarkRecordPageSize, BENCHMARKS.md, issue 20). 1 KiB was faster still
+// for small results and slower for results of several KiB, which then take chains of
+// overflow pages. A file created before keeps its page size (SQLite changes it only by
+// a VACUUM outside WAL mode); the store works on either.
 const pageSize = 2048
 
 // readers is the size of the read pool.
