@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -43,7 +44,14 @@ func run(ctx context.Context, addr, upstreamURL string, command []string) error 
 	var transport mcp.Transport
 	switch {
 	case upstreamURL != "":
-		transport = &mcp.StreamableClientTransport{Endpoint: upstreamURL}
+		// http.DefaultTransport's settings but for its two idle connections per host,
+		// as toolrun's client of an operator's server (mcp/upstream): with two, a call
+		// that starts while the last one's SSE response is still being closed dials a
+		// connection of its own and the pool then drops one (12 µs of the relay's CPU
+		// per call at one caller, BENCHMARKS.md), which no floor should pay.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		transport = &mcp.StreamableClientTransport{Endpoint: upstreamURL, HTTPClient: &http.Client{Transport: tr}}
 	case len(command) > 0:
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = os.Stderr
