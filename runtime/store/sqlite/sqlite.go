@@ -109,13 +109,13 @@ const connParams = "_pragma=page_size(2048)&_pragma=busy_timeout(10000)&_journal
 // default. A commit writes every page it changed, whole, to the WAL, and the
 // checkpoint writes it again to the database file; a call's record changes a leaf of
 // the table, of each of its three indexes and of the events table, whatever its size,
-// so smaller pages are fewer bytes written, checksummed and copied per call: a read
-// call's record writes about 12 KB to the WAL on 2 KiB pages against 22 KB on 4 KiB,
-// and costs 5-7 % less CPU with a small result, the same within the spread with a
-// 2 KiB one (BenchmarkRecordPageSize, BENCHMARKS.md, issue 20). 1 KiB was faster still
-// for small results and slower for results of several KiB, which then take chains of
-// overflow pages. A file created before keeps its page size (SQLite changes it only by
-// a VACUUM outside WAL mode); the store works on either.
+// so smaller pages are fewer bytes written: a read call's record writes about 12 KB
+// to the WAL on 2 KiB pages against 22 KB on 4 KiB (TestWAL_BytesPerRecord), and as
+// much again to the database file when it is checkpointed. Its CPU is the same within
+// the spread (BenchmarkRecordPageSize, BENCHMARKS.md, issue 20), and so are reads by
+// key; 1 KiB pages would give a result of several KiB chains of overflow pages. A file
+// created before keeps its page size (SQLite changes it only by a VACUUM outside WAL
+// mode); the store works on either.
 const pageSize = 2048
 
 // readers is the size of the read pool.
