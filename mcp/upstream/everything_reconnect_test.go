@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -112,8 +111,14 @@ func TestEverything_StdioKilled(t *testing.T) {
 	}
 }
 
-// everythingHTTP runs server-everything over Streamable HTTP on port; stop kills it.
-func everythingHTTP(t *testing.T, node, entry string, port int) (stop func()) {
+// startEverythingHTTP starts server-everything over Streamable HTTP on port and waits
+// until the kernel shows its process listening there. ok is false if it exited first:
+// freePort's port is only free when freePort returns, and when another process has
+// taken it since, server-everything exits on EADDRINUSE — after printing that it
+// listens, so neither its output nor a dial (which reaches whoever holds the port) is
+// a readiness check; once in CI the dial passed and the adapter's connect was then
+// refused.
+func startEverythingHTTP(t *testing.T, node, entry string, port int) (stop func(), ok bool) {
 	t.Helper()
 	cmd := exec.Command(node, entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
@@ -121,23 +126,89 @@ func everythingHTTP(t *testing.T, node, entry string, port int) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
+			<-exited
 		})
 	}
 	t.Cleanup(stop)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, "server-everything to listen on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+	waitFor(t, fmt.Sprintf("server-everything to listen on port %d", port), func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return listensOn(t, cmd.Process.Pid, port)
 		}
-		return err == nil
 	})
+	select {
+	case <-exited:
+		return stop, false
+	default:
+		return stop, true
+	}
+}
+
+// listensOn reports whether process pid holds a TCP socket listening on port: a
+// listening socket of /proc/net/tcp or tcp6 on that port whose inode is one of the
+// process's open files.
+func listensOn(t *testing.T, pid, port int) bool {
+	t.Helper()
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			t.Skipf("server-everything over HTTP: the listening sockets are read from /proc (Linux): %v", err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			if _, hexPort, ok := strings.Cut(f[1], ":"); ok && hexPort == fmt.Sprintf("%04X", port) {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false // the process is gone: the caller sees it exit
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+			return true
+		}
+	}
+	return false
+}
+
+// everythingHTTP starts server-everything on port (startEverythingHTTP), which must be
+// free: a restart on the port of one just stopped.
+func everythingHTTP(t *testing.T, node, entry string, port int) (stop func()) {
+	t.Helper()
+	stop, ok := startEverythingHTTP(t, node, entry, port)
+	if !ok {
+		t.Fatalf("server-everything exited before listening on port %d (taken since?)", port)
+	}
 	return stop
+}
+
+// everythingHTTPOnAFreePort starts server-everything on a port of freePort's, and on
+// another if that one was taken before it could listen there.
+func everythingHTTPOnAFreePort(t *testing.T, node, entry string) (port int, stop func()) {
+	t.Helper()
+	for range 3 {
+		port = freePort(t)
+		if stop, ok := startEverythingHTTP(t, node, entry, port); ok {
+			return port, stop
+		}
+	}
+	t.Fatal("server-everything could not listen on any of three free ports")
+	return 0, nil
 }
 
 // TestEverything_HTTPRestarted: server-everything over Streamable HTTP is killed and
@@ -146,8 +217,7 @@ func everythingHTTP(t *testing.T, node, entry string, port int) (stop func()) {
 // and the pinned session calls again, without a restart of anything else.
 func TestEverything_HTTPRestarted(t *testing.T) {
 	node, entry := mcppeers.Everything(t)
-	port := freePort(t)
-	stop := everythingHTTP(t, node, entry, port)
+	port, stop := everythingHTTPOnAFreePort(t, node, entry)
 	e := newEnv(t)
 	s := everythingServer()
 	s.HTTP = &model.HTTPTransport{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}

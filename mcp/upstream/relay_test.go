@@ -111,8 +111,7 @@ func TestEverything_RelayProgressAndLogs(t *testing.T) {
 			if transport == "stdio" {
 				s.Stdio = &model.StdioTransport{Command: node, Args: []string{entry, "stdio"}}
 			} else {
-				port := freePort(t)
-				everythingHTTP(t, node, entry, port)
+				port, _ := everythingHTTPOnAFreePort(t, node, entry)
 				s.HTTP = &model.HTTPTransport{URL: "http://127.0.0.1:" + itoa(port) + "/mcp"}
 			}
 			u, err := upstream.Connect(e.ctx, opts)
