@@ -85,6 +85,63 @@ func TestOpen_KeepsAnOlderFilesPageSize(t *testing.T) {
 	}
 }
 
+// TestOpen_AfterConvertingToSmallerPages: the README's conversion of a file of 4 KiB
+// pages to pageSize (with no host running: leave WAL mode, set the page size, VACUUM,
+// back to WAL) keeps its rows and the store opens it and records on it.
+func TestOpen_AfterConvertingToSmallerPages(t *testing.T) {
+	ctx := t.Context()
+	path := olderFile(t, 4096)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(s *Store, key string) {
+		t.Helper()
+		p := store.InsertRecordOnce(store.Call{Key: key, Tenant: "t", Tool: "read", Decision: store.DecisionAllow},
+			store.SettleSucceeded([]byte(`{"ok":true}`)))
+		if _, inserted, err := s.InvocationInsert(ctx, p); err != nil || !inserted {
+			t.Fatalf("record %s: %v, %v", key, inserted, err)
+		}
+	}
+	record(s, "before")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx) // one connection: journal_mode and page_size are its settings
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"PRAGMA journal_mode = DELETE", "PRAGMA page_size = " + strconv.Itoa(pageSize), "VACUUM", "PRAGMA journal_mode = WAL"} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	conn.Close()
+	db.Close()
+
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var size int
+	var ok string
+	if err := s.write.QueryRowContext(ctx, "PRAGMA page_size").Scan(&size); err != nil || size != pageSize {
+		t.Fatalf("PRAGMA page_size = %d (%v) after the conversion, want %d", size, err, pageSize)
+	}
+	if got, err := s.InvocationGetByKey(ctx, "before"); err != nil || got.Status != store.StatusSucceeded {
+		t.Fatalf("the row from before the conversion: %+v, %v", got, err)
+	}
+	record(s, "after")
+	if err := s.write.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check: %q, %v", ok, err)
+	}
+}
+
 func TestOpen_Pragmas(t *testing.T) {
 	s := newTestStore(t)
 	for pragma, want := range map[string]string{
