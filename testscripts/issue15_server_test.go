@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -195,40 +194,50 @@ func retryApproved(t *testing.T, call func() (*mcp.CallToolResult, error)) (*mcp
 	}
 }
 
-// i15ServeHTTP starts `toolrun serve --http` on a free port and returns its MCP URL,
-// the process and its exit.
+// i15ServeHTTP starts `toolrun serve --http` on a port of its own choosing and returns
+// its MCP URL, the process and its exit.
 func i15ServeHTTP(t testing.TB, dir string, args ...string) (url string, cmd *exec.Cmd, done <-chan error, stderr *syncBuf) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd = exec.Command("toolrun", append([]string{"serve", "--http", addr, "--no-servers", "--dir", dir}, args...)...)
+	cmd = exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:0", "--no-servers", "--dir", dir}, args...)...)
 	stderr = &syncBuf{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan error, 1)
-	go func() { ch <- cmd.Wait() }()
+	ch, exited := make(chan error, 1), make(chan struct{})
+	go func() { ch <- cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		if t.Failed() {
 			t.Logf("toolrun serve --http stderr:\n%s", stderr.String())
 		}
 	})
-	for deadline := time.Now().Add(i15Wait); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			break
+	return "http://" + servingAddr(t, stderr, exited, i15Wait) + "/mcp", cmd, ch, stderr
+}
+
+// servingLine is what `toolrun serve --http` prints on stderr once it serves; its
+// submatch is the address it listens on.
+var servingLine = regexp.MustCompile(`serving MCP on http://([^/\s,]+)/mcp`)
+
+// servingAddr waits until the toolrun serve whose stderr is stderr says it serves, and
+// returns the address it listens on. The tests let toolrun pick its port (127.0.0.1:0):
+// a port picked free beforehand may be taken by another process before toolrun binds
+// it, and a dial to it then reaches that process.
+func servingAddr(t testing.TB, stderr *syncBuf, exited <-chan struct{}, wait time.Duration) string {
+	t.Helper()
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		if m := servingLine.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-exited:
+			t.Fatalf("toolrun serve exited before serving:\n%s", stderr.String())
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("toolrun serve --http never listened\n%s", stderr.String())
+			t.Fatalf("toolrun serve never said it serves:\n%s", stderr.String())
 		}
 	}
-	return "http://" + addr + "/mcp", cmd, ch, stderr
 }
 
 // i15StandaloneStream initializes a session by hand and opens its standalone SSE

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,17 +40,17 @@ type i16Replica struct {
 	errb *syncBuf
 }
 
-// i16Serve starts a replica on a free port and waits until it listens.
+// i16Serve starts a replica on a port of its own choosing and waits until it serves.
 func i16Serve(t *testing.T, args ...string) *i16Replica {
 	t.Helper()
-	port := sec14idFreePort(t)
-	r := &i16Replica{base: "http://127.0.0.1:" + port, done: make(chan error, 1), errb: &syncBuf{}}
-	r.cmd = exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:" + port, "--no-servers"}, args...)...)
+	r := &i16Replica{done: make(chan error, 1), errb: &syncBuf{}}
+	r.cmd = exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:0", "--no-servers"}, args...)...)
 	r.cmd.Stderr = r.errb
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { r.done <- r.cmd.Wait(); close(r.done) }()
+	exited := make(chan struct{})
+	go func() { r.done <- r.cmd.Wait(); close(r.done); close(exited) }()
 	t.Cleanup(func() {
 		r.cmd.Process.Signal(syscall.SIGINT)
 		select {
@@ -63,15 +62,8 @@ func i16Serve(t *testing.T, args ...string) *i16Replica {
 			t.Logf("toolrun serve %s stderr:\n%s", r.base, r.errb.String())
 		}
 	})
-	for deadline := time.Now().Add(i16Wait); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
-			c.Close()
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolrun serve never listened:\n%s", r.errb.String())
-		}
-	}
+	r.base = "http://" + servingAddr(t, r.errb, exited, i16Wait)
+	return r
 }
 
 // kill SIGKILLs the replica: a replica's death, nothing shut down cleanly.

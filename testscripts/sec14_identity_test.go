@@ -105,19 +105,19 @@ func sec14idToolrun(t *testing.T, args ...string) (stdout, stderr string, code i
 	return out.String(), errb.String(), code
 }
 
-// sec14idServe starts `toolrun serve --http` in the background and returns its base
-// URL; the test's cleanup interrupts it and waits for it to exit.
+// sec14idServe starts `toolrun serve --http` in the background, on a port of its own
+// choosing, and returns its base URL; the test's cleanup interrupts it and waits for
+// it to exit.
 func sec14idServe(t *testing.T, args ...string) string {
 	t.Helper()
-	port := sec14idFreePort(t)
-	cmd := exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:" + port, "--no-servers"}, args...)...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	cmd := exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:0", "--no-servers"}, args...)...)
+	errb := &syncBuf{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done, exited := make(chan error, 1), make(chan struct{})
+	go func() { done <- cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		select {
@@ -130,20 +130,7 @@ func sec14idServe(t *testing.T, args ...string) string {
 			t.Logf("toolrun serve stderr:\n%s", errb.String())
 		}
 	})
-	for deadline := time.Now().Add(sec14idWait); ; time.Sleep(20 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("toolrun serve exited: %v\n%s", err, errb.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
-			c.Close()
-			return "http://127.0.0.1:" + port
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolrun serve never listened:\n%s", errb.String())
-		}
-	}
+	return "http://" + servingAddr(t, errb, exited, sec14idWait)
 }
 
 type sec14idBearer struct{ token string }
