@@ -391,6 +391,31 @@ func (p *confProc) wait(t *testing.T) []string {
 	return nil
 }
 
+// listening waits until p's process listens on port (mcppeers.ListensOn), after its
+// ready line: the port was picked free before p started, and if another process took
+// it since, p fails to bind it, possibly after printing that line. Where /proc cannot
+// tell, the ready line is all there is.
+func (p *confProc) listening(t *testing.T, port string) {
+	t.Helper()
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(confWait); ; time.Sleep(20 * time.Millisecond) {
+		if listening, known := mcppeers.ListensOn(p.cmd.Process.Pid, n); listening || !known {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited instead of listening on port %d:\n%s", strings.Join(p.cmd.Args, " "), n, p.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not listen on port %d:\n%s", strings.Join(p.cmd.Args, " "), n, p.out.String())
+		}
+	}
+}
+
 // confServing matches toolrun serve's line naming its MCP endpoint.
 var confServing = regexp.MustCompile(`serving MCP on (http://\S+/mcp),`)
 
@@ -437,6 +462,7 @@ func TestConformance(t *testing.T) {
 	})
 
 	refProc.wait(t)
+	refProc.listening(t, port)
 	refURL := "http://127.0.0.1:" + port + "/mcp"
 	t.Run("reference", func(t *testing.T) {
 		confCompare(t, "reference", scenarios, table, confRun(t, node, cli, refURL))

@@ -212,21 +212,17 @@ func i15ServeHTTP(t testing.TB, dir string, args ...string) (url string, cmd *ex
 			t.Logf("toolrun serve --http stderr:\n%s", stderr.String())
 		}
 	})
-	return "http://" + servingAddr(t, stderr, exited, i15Wait) + "/mcp", cmd, ch, stderr
+	return servingURL(t, stderr, exited, i15Wait), cmd, ch, stderr
 }
 
-// servingLine is what `toolrun serve --http` prints on stderr once it serves; its
-// submatch is the address it listens on.
-var servingLine = regexp.MustCompile(`serving MCP on http://([^/\s,]+)/mcp`)
-
-// servingAddr waits until the toolrun serve whose stderr is stderr says it serves, and
-// returns the address it listens on. The tests let toolrun pick its port (127.0.0.1:0):
-// a port picked free beforehand may be taken by another process before toolrun binds
-// it, and a dial to it then reaches that process.
-func servingAddr(t testing.TB, stderr *syncBuf, exited <-chan struct{}, wait time.Duration) string {
+// servingURL waits until the toolrun serve whose stderr is stderr says it serves
+// (confServing), and returns its MCP URL. The tests let toolrun pick its port
+// (127.0.0.1:0): a port picked free beforehand may be taken by another process before
+// toolrun binds it, and a dial to it then reaches that process.
+func servingURL(t testing.TB, stderr *syncBuf, exited <-chan struct{}, wait time.Duration) string {
 	t.Helper()
 	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-		if m := servingLine.FindStringSubmatch(stderr.String()); m != nil {
+		if m := confServing.FindStringSubmatch(stderr.String()); m != nil {
 			return m[1]
 		}
 		select {

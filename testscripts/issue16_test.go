@@ -62,7 +62,7 @@ func i16Serve(t *testing.T, args ...string) *i16Replica {
 			t.Logf("toolrun serve %s stderr:\n%s", r.base, r.errb.String())
 		}
 	})
-	r.base = "http://" + servingAddr(t, r.errb, exited, i16Wait)
+	r.base = strings.TrimSuffix(servingURL(t, r.errb, exited, i16Wait), "/mcp")
 	return r
 }
 

@@ -130,7 +130,7 @@ func sec14idServe(t *testing.T, args ...string) string {
 			t.Logf("toolrun serve stderr:\n%s", errb.String())
 		}
 	})
-	return "http://" + servingAddr(t, errb, exited, sec14idWait)
+	return strings.TrimSuffix(servingURL(t, errb, exited, sec14idWait), "/mcp")
 }
 
 type sec14idBearer struct{ token string }
