@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -64,29 +65,38 @@ modes:
 // in place.
 type replica struct {
 	t    *testing.T
-	port string
 	args []string
 
 	mu   sync.Mutex
+	base string // http://ADDR, from its serving line: toolrun picks its port at every start
 	cmd  *exec.Cmd
 	done chan struct{}
-	errb *bytes.Buffer
+	errb *syncBuf
 }
 
+// start starts the replica on a port of its own choosing (a restarted replica gets a
+// new one, which the balancer reads at each request) and waits until it serves.
 func (r *replica) start() {
 	r.t.Helper()
-	cmd := exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:" + r.port}, r.args...)...)
-	errb := &bytes.Buffer{}
-	cmd.Stderr = &syncWriter{w: errb}
+	cmd := exec.Command("toolrun", append([]string{"serve", "--http", "127.0.0.1:0"}, r.args...)...)
+	errb := &syncBuf{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
+	base := strings.TrimSuffix(servingURL(r.t, errb, done, sec14idWait), "/mcp")
 	r.mu.Lock()
-	r.cmd, r.done, r.errb = cmd, done, errb
+	r.base, r.cmd, r.done, r.errb = base, cmd, done, errb
 	r.mu.Unlock()
-	waitListening(r.t, r.port, done, errb)
+}
+
+// where is the replica's current base URL.
+func (r *replica) where() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.base
 }
 
 // kill SIGKILLs the replica and waits for it to be gone.
@@ -111,52 +121,23 @@ func (r *replica) stop() {
 	}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// waitListening waits until something accepts connections on port, failing when the
-// process exits first.
-func waitListening(t *testing.T, port string, done chan struct{}, errb *bytes.Buffer) {
-	t.Helper()
-	for deadline := time.Now().Add(sec14idWait); ; time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-done:
-			t.Fatalf("toolrun serve on %s exited:\n%s", port, errb.String())
-		default:
-		}
-		if resp, err := http.Get("http://127.0.0.1:" + port + "/metrics"); err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolrun serve on %s never listened", port)
-		}
-	}
-}
-
-// roundRobin is the load balancer: each request to the next replica, no stickiness. A
-// replica that is down answers 502, as a real balancer would before its health check
-// noticed.
-func roundRobin(ports []string) http.Handler {
+// roundRobin is the load balancer: each request to the next replica, where it is now,
+// no stickiness. A replica that is down answers 502, as a real balancer would before
+// its health check noticed.
+func roundRobin(reps []*replica) http.Handler {
 	var next atomic.Uint64
-	proxies := make([]*httputil.ReverseProxy, len(ports))
-	for i, p := range ports {
-		u, _ := url.Parse("http://127.0.0.1:" + p)
-		rp := httputil.NewSingleHostReverseProxy(u)
-		rp.FlushInterval = -1                    // SSE
-		rp.ErrorLog = log.New(io.Discard, "", 0) // a killed replica's cut streams are expected
-		proxies[i] = rp
-	}
+	var proxies sync.Map // base URL -> *httputil.ReverseProxy
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		proxies[next.Add(1)%uint64(len(proxies))].ServeHTTP(w, r)
+		base := reps[next.Add(1)%uint64(len(reps))].where()
+		rp, ok := proxies.Load(base)
+		if !ok {
+			u, _ := url.Parse(base)
+			p := httputil.NewSingleHostReverseProxy(u)
+			p.FlushInterval = -1                    // SSE
+			p.ErrorLog = log.New(io.Discard, "", 0) // a killed replica's cut streams are expected
+			rp, _ = proxies.LoadOrStore(base, p)
+		}
+		rp.(*httputil.ReverseProxy).ServeHTTP(w, r)
 	})
 }
 
@@ -199,26 +180,27 @@ func scaleoutSoak(t *testing.T, db string) {
 	args := []string{"--no-servers", "--dir", dir, "--db", db, "--workspace", ws, "--protocol", "flow",
 		"--lease", "1s", "--sweep", "500ms", "--hold", "100ms"}
 	var reps []*replica
-	var ports []string
 	for range replicas {
-		r := &replica{t: t, port: sec14idFreePort(t), args: args}
+		r := &replica{t: t, args: args}
 		r.start()
 		reps = append(reps, r)
-		ports = append(ports, r.port)
 	}
 	t.Cleanup(func() {
 		for _, r := range reps {
 			r.stop()
 			if t.Failed() {
-				t.Logf("replica %s stderr:\n%s", r.port, r.errb.String())
+				t.Logf("replica %s stderr:\n%s", r.where(), r.errb.String())
 			}
 		}
 	})
-	lbPort := sec14idFreePort(t)
-	lb := &http.Server{Addr: "127.0.0.1:" + lbPort, Handler: roundRobin(ports)}
-	go lb.ListenAndServe()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := &http.Server{Handler: roundRobin(reps)}
+	go lb.Serve(ln)
 	t.Cleanup(func() { lb.Close() })
-	endpoint := "http://127.0.0.1:" + lbPort + "/mcp"
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

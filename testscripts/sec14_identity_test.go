@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -74,16 +73,6 @@ func sec14idRoot(t *testing.T, tools []string, files map[string]string) string {
 		}
 	}
 	return dir
-}
-
-func sec14idFreePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // sec14idToolrun runs one toolrun command to completion.
