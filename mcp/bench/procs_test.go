@@ -310,47 +310,22 @@ func (p *proc) waitReady(tb testing.TB) {
 }
 
 // waitListening waits (up to 60 s: node starts slowly on a loaded machine) until p
-// listens on addr (listens), for a process that prints no ready line; it sets p.addr.
+// listens on addr (mcppeers.WaitListening), for a process that prints no ready line;
+// it sets p.addr.
 func (p *proc) waitListening(tb testing.TB, addr string) {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if p.listens(addr) {
-			select {
-			case <-p.exited: // someone else took the port, and it could not listen
-				tb.Fatalf("%s exited while %s accepted connections: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
-			default:
-			}
-			p.addr = addr
-			return
-		}
-		select {
-		case <-p.exited:
-			tb.Fatalf("%s exited before listening on %s: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s did not listen on %s within 60 s\n%s", p.name, addr, p.output())
-		}
-	}
-}
-
-// listens reports whether p listens on addr: the kernel's word where /proc tells
-// (mcppeers.ListensOn), else a dial, which reaches whoever holds the port — another
-// process may have taken it since freeAddr, and p then exits (waitListening looks).
-func (p *proc) listens(addr string) bool {
 	_, port, _ := net.SplitHostPort(addr)
 	n, err := strconv.Atoi(port)
-	if err == nil {
-		if listening, known := mcppeers.ListensOn(p.pid, n); known {
-			return listening
-		}
+	if err != nil {
+		tb.Fatalf("%s: %q has no port: %v", p.name, addr, err)
 	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
+	switch err := mcppeers.WaitListening(p.pid, n, p.exited, 60*time.Second); {
+	case errors.Is(err, mcppeers.ErrExited):
+		tb.Fatalf("%s exited before listening on %s: %v\n%s", p.name, addr, p.cmd.ProcessState, p.output())
+	case err != nil:
+		tb.Fatalf("%s did not listen on %s: %v\n%s", p.name, addr, err, p.output())
 	}
-	return err == nil
+	p.addr = addr
 }
 
 func (p *proc) output() string {

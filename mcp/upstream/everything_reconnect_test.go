@@ -112,7 +112,7 @@ func TestEverything_StdioKilled(t *testing.T) {
 }
 
 // startEverythingHTTP starts server-everything over Streamable HTTP on port and waits
-// until its process listens there (mcppeers.ListensOn). ok is false if it exited
+// until its process listens there (mcppeers.WaitListening). ok is false if it exited
 // first: freePort's port is only free when freePort returns, and server-everything
 // exits on EADDRINUSE when another process has taken it since (once in CI a dial
 // check passed, reaching that other process, and the adapter's connect was refused).
@@ -134,24 +134,13 @@ func startEverythingHTTP(t *testing.T, node, entry string, port int) (stop func(
 		})
 	}
 	t.Cleanup(stop)
-	waitFor(t, fmt.Sprintf("server-everything to listen on port %d", port), func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-		}
-		listening, known := mcppeers.ListensOn(cmd.Process.Pid, port)
-		if !known {
-			t.Skip("server-everything over HTTP: whether it listens is read from /proc (Linux)")
-		}
-		return listening
-	})
-	select {
-	case <-exited:
+	switch err := mcppeers.WaitListening(cmd.Process.Pid, port, exited, 20*time.Second); {
+	case errors.Is(err, mcppeers.ErrExited):
 		return stop, false
-	default:
-		return stop, true
+	case err != nil:
+		t.Fatalf("server-everything: %v", err)
 	}
+	return stop, true
 }
 
 // everythingHTTP starts server-everything on port (startEverythingHTTP), which must be

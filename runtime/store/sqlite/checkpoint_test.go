@@ -23,19 +23,25 @@ func recordReads(t *testing.T, s *Store, prefix string, n int) {
 	}
 }
 
-// walPages is the WAL file's size in pages: the most it ever held since it was
-// created (a checkpointed WAL is written over from its start, never shortened).
-func walPages(t *testing.T, s *Store) int64 {
+// walBytes is the WAL file's size: the most it ever held since it was created (a
+// checkpointed WAL is written over from its start, never shortened).
+func walBytes(t *testing.T, s *Store) int64 {
 	t.Helper()
 	fi, err := os.Stat(s.path + "-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fi.Size()
+}
+
+// walPages is walBytes in pages.
+func walPages(t *testing.T, s *Store) int64 {
+	t.Helper()
 	var size int64
 	if err := s.write.QueryRowContext(t.Context(), "PRAGMA page_size").Scan(&size); err != nil {
 		t.Fatal(err)
 	}
-	return fi.Size() / (size + 24) // each page in a frame with its header
+	return walBytes(t, s) / (size + 24) // each page in a frame with its header
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -72,21 +78,14 @@ func TestCheckpoint_NotByTheCalls(t *testing.T) {
 // whatever their size. Checkpoints are stopped, so the WAL file's growth is what the
 // records wrote.
 func TestWAL_BytesPerRecord(t *testing.T) {
-	walBytes := func(s *Store) int64 {
-		fi, err := os.Stat(s.path + "-wal")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
 	perRecord := func(s *Store) int64 {
 		if err := s.checkpoints.close(); err != nil {
 			t.Fatal(err)
 		}
 		recordReads(t, s, "first", 10)
-		before := walBytes(s)
+		before := walBytes(t, s)
 		recordReads(t, s, "read", 1000)
-		return (walBytes(s) - before) / 1000
+		return (walBytes(t, s) - before) / 1000
 	}
 	older, err := Open(t.Context(), olderFile(t, 4096))
 	if err != nil {

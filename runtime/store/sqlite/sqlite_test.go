@@ -69,9 +69,7 @@ func TestOpen_KeepsAnOlderFilesPageSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	p := store.InsertRecordOnce(store.Call{Key: "k", Tenant: "t", Tool: "read", Decision: store.DecisionAllow},
-		store.SettleSucceeded([]byte(`{"ok":true}`)))
-	if _, inserted, err := s.InvocationInsert(ctx, p); err != nil || !inserted {
+	if _, inserted, err := s.InvocationInsert(ctx, recordOnce("k")); err != nil || !inserted {
 		t.Fatalf("record: %v, %v", inserted, err)
 	}
 	for name, pool := range map[string]*sql.DB{"writer": s.write, "relaxed": s.relaxed, "reader": s.read} {
@@ -97,9 +95,7 @@ func TestOpen_AfterConvertingToSmallerPages(t *testing.T) {
 	}
 	record := func(s *Store, key string) {
 		t.Helper()
-		p := store.InsertRecordOnce(store.Call{Key: key, Tenant: "t", Tool: "read", Decision: store.DecisionAllow},
-			store.SettleSucceeded([]byte(`{"ok":true}`)))
-		if _, inserted, err := s.InvocationInsert(ctx, p); err != nil || !inserted {
+		if _, inserted, err := s.InvocationInsert(ctx, recordOnce(key)); err != nil || !inserted {
 			t.Fatalf("record %s: %v, %v", key, inserted, err)
 		}
 	}
