@@ -20,13 +20,26 @@ import (
 // a goroutine started by [Open] and stopped by Close runs a PASSIVE checkpoint (it
 // never waits for a reader or a writer, so no call waits for it) on a connection of
 // its own every checkpointEvery while the WAL grows, backing off to
-// checkpointIdleMax while nothing is written. The WAL then holds about
-// checkpointEvery's worth of commits (a record is about 5.4 pages; the fastest
-// benchmark cell, some 5,500 records/s, writes 3,000 pages in that time), and a page
-// written by many of them is copied once. The commits keep SQLite's own checkpoint
-// as a backstop at autocheckpointPages (connParams), so a commit checkpoints only if
-// this goroutine falls far behind or is not running; another program on the same
-// file runs its own settings. Other processes of the store run their own
+// checkpointIdleMax while nothing is written. A pass copies what was committed
+// before it began, a page written by many of those commits once.
+//
+// The WAL starts over only when a writer begins while every frame in it has been
+// copied, and a pass, which ends with two fsyncs, takes milliseconds: under a steady
+// stream of commits one lands during nearly every pass, so the goroutine keeps the
+// copying off the calls' path but seldom lets the WAL start over. The commits keep
+// SQLite's own checkpoint as the backstop that does: the commit that finds
+// autocheckpointPages frames in the WAL (connParams) runs a PASSIVE checkpoint
+// itself, which has only the frames since the goroutine's last pass left to copy and,
+// as its connection commits nothing meanwhile, usually completes, so the next commit
+// starts the WAL over. BenchmarkSteadyRecords (issue 20, BENCHMARKS.md), one caller
+// recording 800 read calls a second: the WAL reaches the backstop, and about one
+// commit in 1,200 waits for it, up to 10 ms (the copy and the two fsyncs), where
+// SQLite's default made one in about 180 wait for the whole copy; at 100 calls a
+// second passes complete between commits and the WAL stays near 200 frames. Taking
+// the write lock to start the WAL over sooner (a RESTART checkpoint from the goroutine
+// past 1,000 or 4,000 frames) made calls wait more often, and back-to-back passes
+// while frames remain changed nothing, so neither is done. Another program on the
+// same file runs its own settings. Other processes of the store run their own
 // checkpointers: when two passes meet, one reports busy and the next carries on.
 const (
 	checkpointEvery   = 100 * time.Millisecond

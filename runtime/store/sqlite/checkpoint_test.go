@@ -25,7 +25,7 @@ func recordReads(t *testing.T, s *Store, prefix string, n int) {
 
 // walBytes is the WAL file's size: the most it ever held since it was created (a
 // checkpointed WAL is written over from its start, never shortened).
-func walBytes(t *testing.T, s *Store) int64 {
+func walBytes(t testing.TB, s *Store) int64 {
 	t.Helper()
 	fi, err := os.Stat(s.path + "-wal")
 	if err != nil {
@@ -35,7 +35,7 @@ func walBytes(t *testing.T, s *Store) int64 {
 }
 
 // walPages is walBytes in pages.
-func walPages(t *testing.T, s *Store) int64 {
+func walPages(t testing.TB, s *Store) int64 {
 	t.Helper()
 	var size int64
 	if err := s.write.QueryRowContext(t.Context(), "PRAGMA page_size").Scan(&size); err != nil {

@@ -37,8 +37,9 @@
 //     SQLite's own format; other processes, with or without the VFS, share it.
 //   - Checkpoints are the store's own maintenance, off the calls' path: a goroutine
 //     started by [Open] and stopped by Close runs a PASSIVE checkpoint every 100 ms
-//     while the WAL grows (backing off while nothing is written), and a commit
-//     checkpoints only past 8,000 WAL pages, as a backstop (checkpoint.go).
+//     while the WAL grows (backing off while nothing is written); the commit that
+//     takes the WAL past 8,000 pages runs a last, short one, which lets the WAL start
+//     over when commits never pause (checkpoint.go).
 //   - Every statement is prepared once, by [Open] (modernc.org/sqlite would parse the
 //     SQL on every call otherwise); transactions run them through tx.StmtContext,
 //     never on the writer pool directly, whose only connection the transaction holds.
