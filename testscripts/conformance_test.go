@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/freeport"
 	"github.com/toolgen/toolgen/internal/mcppeers"
 )
 
@@ -433,12 +433,12 @@ func TestConformance(t *testing.T) {
 	defer func() { t.Logf("TestConformance: %s", time.Since(start).Round(time.Millisecond)) }()
 
 	// The reference server starts (tsx compiles it) while the suite runs against toolrun.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// It must be told its port (it prints the one it was given, not the one it got).
+	n, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := strconv.Itoa(n)
 	ref := exec.Command(refNode, "--import", "tsx", "everything-server.ts")
 	ref.Dir = refDir
 	ref.Env = append(os.Environ(), "PORT="+port)

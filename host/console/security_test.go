@@ -3,11 +3,11 @@ package console_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,18 +247,12 @@ func TestToolrunServe(t *testing.T) {
 	for _, f := range []string{"tools", "policy.yaml", "protocols"} {
 		os.RemoveAll(filepath.Join(d.dir, f)) // the builtins only
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- hostcli.Run(ctx, hostcli.Config{Name: "toolrun", Builtins: host.AllBuiltins},
-			[]string{"serve", "--http", addr, "--no-servers", "--dir", d.dir, "--principal", "operator", "--log", "error"},
+			[]string{"serve", "--http", "127.0.0.1:0", "--no-servers", "--dir", d.dir, "--principal", "operator", "--log", "error"},
 			strings.NewReader(""), io.Discard, stderr)
 	}()
 	t.Cleanup(func() {
@@ -276,6 +270,12 @@ func TestToolrunServe(t *testing.T) {
 		}
 		return strings.Contains(stderr.String(), "serving MCP on")
 	})
+	// It listens where its serving line says (port 0: the kernel picked the port).
+	m := regexp.MustCompile(`serving MCP on http://(\S+?)/mcp,`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("toolrun serve's serving line names no address:\n%s", stderr.String())
+	}
+	addr := m[1]
 	if !strings.Contains(stderr.String(), "the console at http://"+addr+"/console/") {
 		t.Errorf("toolrun serve does not say where the console is:\n%s", stderr.String())
 	}

@@ -97,27 +97,26 @@ type server struct {
 	stderr *syncBuffer
 }
 
-// serve starts `toolrun serve --http 127.0.0.1:PORT --no-servers --dir DIR [--db DB]
-// ARGS...` and returns once it listens.
+// serve starts `toolrun serve --http 127.0.0.1:0 --no-servers --dir DIR [--db DB]
+// ARGS...` and returns once it listens, at the address its serving line names (a port
+// picked before it started could be taken by then).
 func serve(t *testing.T, dir, db string, args ...string) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	argv := append([]string{"serve", "--http", addr, "--no-servers", "--dir", dir, "--log", "error"}, args...)
+	argv := append([]string{"serve", "--http", "127.0.0.1:0", "--no-servers", "--dir", dir, "--log", "error"}, args...)
 	if db != "" {
 		argv = append(argv, "--db", db)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{t: t, addr: addr, cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
+	s := &server{t: t, cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
 	go func() {
 		s.done <- hostcli.Run(ctx, hostcli.Config{Name: "toolrun", Builtins: host.AllBuiltins}, argv, strings.NewReader(""), io.Discard, s.stderr)
 	}()
 	t.Cleanup(func() { s.stop() })
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(s.stderr.String(), "serving MCP on"); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := servingOn.FindStringSubmatch(s.stderr.String()); m != nil {
+			s.addr = m[1]
+			return s
+		}
 		select {
 		case code := <-s.done:
 			s.done <- code
@@ -128,8 +127,10 @@ func serve(t *testing.T, dir, db string, args ...string) *server {
 			t.Fatalf("toolrun serve is not serving after 60s:\n%s", s.stderr.String())
 		}
 	}
-	return s
 }
+
+// servingOn matches toolrun serve's line naming where it serves MCP: its address.
+var servingOn = regexp.MustCompile(`serving MCP on http://(\S+?)/mcp,`)
 
 // stop ends the server as SIGINT would (graceful shutdown, then host.Close) and waits.
 func (s *server) stop() {

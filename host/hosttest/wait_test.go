@@ -2,40 +2,15 @@ package hosttest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
-
-func TestFreePort_OutsideTheEphemeralRangeAndNeverTwice(t *testing.T) {
-	low := ephemeralLow()
-	seen := map[int]bool{}
-	for range 50 {
-		port, err := FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen[port] {
-			t.Fatalf("FreePort handed out %d twice", port)
-		}
-		seen[port] = true
-		if low > 11000 && port >= low {
-			t.Fatalf("FreePort = %d, in the ephemeral range from %d", port, low)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			t.Fatalf("FreePort = %d, which cannot be listened on: %v", port, err)
-		}
-		ln.Close()
-	}
-}
 
 // A server that could not start fails waitport, waitmcp and waitfile at once, naming
 // it, rather than after their minute.

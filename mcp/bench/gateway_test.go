@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/internal/freeport"
 	"github.com/toolgen/toolgen/internal/names"
 )
 
@@ -382,15 +383,15 @@ func descendantRunning(parent int, exe string, wait time.Duration) int {
 }
 
 // freeAddr is a 127.0.0.1 address with a port free a moment ago (for a process that
-// cannot listen on port 0 and tell which port it got).
+// cannot listen on port 0 and tell which port it got), below the kernel's ephemeral
+// range (freeport).
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // shellQuote quotes s for sh (supergateway runs its --stdio command through a shell).

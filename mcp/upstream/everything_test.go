@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgen/toolgen/internal/freeport"
 	"github.com/toolgen/toolgen/internal/mcppeers"
 	"github.com/toolgen/toolgen/mcp/upstream"
 	"github.com/toolgen/toolgen/model"
@@ -82,14 +83,15 @@ func TestEverything_HTTP(t *testing.T) {
 	checkEverything(t, e, opts, rec.bodies)
 }
 
+// freePort is a port for server-everything, which must be told its port and is
+// restarted on it (freeport: below the kernel's ephemeral range).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // recorder records the body of every request it forwards.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgen/toolgen/internal/freeport"
 )
 
 // cluster is a throwaway PostgreSQL cluster of the test's own: initdb in a temporary
@@ -132,7 +133,9 @@ func newCluster(t *testing.T) *cluster {
 			t.Fatal(err)
 		}
 	}
-	if c.port, err = freePort(); err != nil {
+	// Below the ephemeral range (freeport): the cluster restarts on this port, and a
+	// connection given it as its own while the cluster is down would keep it off.
+	if c.port, err = freeport.Pick(); err != nil {
 		t.Fatal(err)
 	}
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", c.data, "-U", "postgres", "-A", "trust",
@@ -290,16 +293,6 @@ func tempRoot(asUser bool) string {
 			return root
 		}
 	}
-}
-
-// freePort asks the kernel for a port no one listens on.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // removeStaleDirs removes cluster directories left by runs whose process is gone
