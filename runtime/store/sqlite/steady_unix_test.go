@@ -20,9 +20,9 @@ import (
 // b.N calls (run it with -benchtime 20000x). It shows the WAL's cycle under commits
 // that never pause (checkpoint.go): wal-frames is the most the WAL held (its file is
 // reused, not shortened, when it starts over), waits/1k the records whose insert took
-// over 2 ms per thousand, which under that cycle are the commits that ran SQLite's
-// backstop checkpoint, max-wait-ms the longest insert. cpu-us/op is the process's
-// CPU per call, the background checkpoints included.
+// over 2 ms per thousand, under that cycle mostly the commits that ran SQLite's
+// backstop checkpoint, max-wait-ms the longest insert. cpu-us/op is the process's CPU
+// per call, the background checkpoints included.
 func BenchmarkSteadyRecords(b *testing.B) {
 	rate := 800
 	if v := os.Getenv("TOOLGEN_BENCH_RATE"); v != "" {
