@@ -71,8 +71,10 @@
 // process runs only the two clients, direct and toolgen (there is no pipeline side); the sides, slices, knobs and table are the same,
 // plus each side's CPU per call of the toolrun and upstream processes (user+system time
 // from /proc/PID/stat, in 10 ms ticks, over the side's slices). The processes get SIGINT
-// at the end, SIGKILL 3 s later. Two more knobs: TOOLGEN_BENCH_TOOLRUN_GOGC=N sets GOGC in
-// toolrun's environment only (GOGC itself reaches all three processes), and
+// at the end, SIGKILL 3 s later. More knobs: TOOLGEN_BENCH_TOOLRUN_GOGC=N sets GOGC in
+// toolrun's environment only (GOGC itself reaches all three processes),
+// TOOLGEN_BENCH_GATEWAY_GOMAXPROCS=N sets GOMAXPROCS in toolrun's and, in the gateway
+// benchmarks, the go-sdk relay's (GOMAXPROCS itself would reach this process too), and
 // TOOLGEN_BENCH_TOOLRUN_CPUPROFILE=FILE has toolrun write its CPU profile to FILE
 // (`toolrun serve --cpuprofile`, the whole run: toolrun idles in the other sides' slices);
 // TOOLGEN_BENCH_ADAPTER_IDLE does not apply (toolrun's adapter is its own). Its notes

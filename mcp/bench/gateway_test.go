@@ -254,7 +254,7 @@ func gatewayRig(tb testing.TB, proxies []proxy, httpUpstream bool) *rig {
 	// Start everything, then wait for everything: node starts slowly.
 	tr := launch(tb, "toolrun", filepath.Join(bin, "toolrun"), toolrunArgs, toolrunEnv(), toolrunReady)
 	cmds = append(cmds, "go-sdk-relay: "+shellJoin(append([]string{filepath.Join(bin, "sdkrelay")}, relayArgs...)))
-	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "sdkrelay"), relayArgs, os.Environ(), serveReady)
+	rl := launch(tb, "go-sdk relay", filepath.Join(bin, "sdkrelay"), relayArgs, gatewayEnv(os.Environ()), serveReady)
 	gws := make([]*proc, len(proxies))
 	addrs := make([]string, len(proxies))
 	for i, p := range proxies {

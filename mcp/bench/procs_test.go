@@ -34,11 +34,15 @@ func BenchmarkServeOverheadProcesses(b *testing.B) {
 }
 
 // processesMode names a rig of separate processes in a benchmark's heading: what it is,
-// toolrun's pid, and the GOGC toolrun was given (TOOLGEN_BENCH_TOOLRUN_GOGC).
+// toolrun's pid, and the GOGC toolrun and the GOMAXPROCS the Go gateways were given
+// (TOOLGEN_BENCH_TOOLRUN_GOGC, TOOLGEN_BENCH_GATEWAY_GOMAXPROCS).
 func processesMode(what string, r *rig) string {
 	mode := what + " (toolrun pid " + strconv.Itoa(r.procs[0].pid) + ")"
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		mode += ", toolrun GOGC=" + g
+	}
+	if g := os.Getenv("TOOLGEN_BENCH_GATEWAY_GOMAXPROCS"); g != "" {
+		mode += ", the Go gateways' GOMAXPROCS=" + g
 	}
 	return mode
 }
@@ -125,8 +129,9 @@ func toolrunDB() string { return os.Getenv("TOOLGEN_BENCH_TOOLRUN_DB") }
 
 // toolrunEnv is toolrun's environment: this one without TOOLRUN_DB (the store is SQLite
 // in the spec root) unless TOOLGEN_BENCH_TOOLRUN_DB names another store (TOOLRUN_DB's
-// forms: a postgres:// URL), and GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC if set. A
-// benchmark's own environment never chooses toolrun's store by accident.
+// forms: a postgres:// URL), GOGC from TOOLGEN_BENCH_TOOLRUN_GOGC and GOMAXPROCS from
+// TOOLGEN_BENCH_GATEWAY_GOMAXPROCS if set. A benchmark's own environment never chooses
+// toolrun's store by accident.
 func toolrunEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -139,6 +144,16 @@ func toolrunEnv() []string {
 	}
 	if g := os.Getenv("TOOLGEN_BENCH_TOOLRUN_GOGC"); g != "" {
 		env = append(env, "GOGC="+g)
+	}
+	return gatewayEnv(env)
+}
+
+// gatewayEnv is env with GOMAXPROCS from TOOLGEN_BENCH_GATEWAY_GOMAXPROCS, if set: the
+// environment of the Go gateways, toolrun and the go-sdk relay, so that the floor runs
+// as toolrun does.
+func gatewayEnv(env []string) []string {
+	if g := os.Getenv("TOOLGEN_BENCH_GATEWAY_GOMAXPROCS"); g != "" {
+		env = append(env, "GOMAXPROCS="+g)
 	}
 	return env
 }
