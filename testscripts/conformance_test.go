@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgen/toolgen/host/hostcli"
 	"github.com/toolgen/toolgen/internal/freeport"
 	"github.com/toolgen/toolgen/internal/mcppeers"
 )
@@ -394,19 +395,16 @@ func (p *confProc) wait(t *testing.T) []string {
 // listening waits until p's process listens on port (mcppeers.WaitListening), after
 // its ready line: the port was picked free before p started, and if another process
 // took it since, p fails to bind it, possibly after printing that line.
-func (p *confProc) listening(t *testing.T, port string) {
+func (p *confProc) listening(t *testing.T, port int) {
 	t.Helper()
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mcppeers.WaitListening(p.cmd.Process.Pid, n, p.done, confWait); err != nil {
+	if err := mcppeers.WaitListening(p.cmd.Process.Pid, port, p.done, confWait); err != nil {
 		t.Fatalf("%s: %v:\n%s", strings.Join(p.cmd.Args, " "), err, p.out.String())
 	}
 }
 
-// confServing matches toolrun serve's line naming its MCP endpoint.
-var confServing = regexp.MustCompile(`serving MCP on (http://\S+/mcp),`)
+// confServing matches toolrun serve's line naming where it serves, which
+// hostcli.ServingAddr reads.
+var confServing = regexp.MustCompile(`serving MCP on .*`)
 
 // confToolrun starts `toolrun serve --http` on a free loopback port with spec root
 // dir and returns its MCP URL.
@@ -421,7 +419,12 @@ func confToolrun(t *testing.T, dir string, args ...string) string {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	return confStart(t, cmd, confServing).wait(t)[1]
+	line := confStart(t, cmd, confServing).wait(t)[0]
+	addr, ok := hostcli.ServingAddr(line)
+	if !ok {
+		t.Fatalf("toolrun serve's serving line names no address: %s", line)
+	}
+	return "http://" + addr + "/mcp"
 }
 
 func TestConformance(t *testing.T) {
@@ -451,7 +454,7 @@ func TestConformance(t *testing.T) {
 	})
 
 	refProc.wait(t)
-	refProc.listening(t, port)
+	refProc.listening(t, n)
 	refURL := "http://127.0.0.1:" + port + "/mcp"
 	t.Run("reference", func(t *testing.T) {
 		confCompare(t, "reference", scenarios, table, confRun(t, node, cli, refURL))

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgen/toolgen/host/hostcli"
 )
 
 const i15Wait = 60 * time.Second
@@ -216,14 +218,14 @@ func i15ServeHTTP(t testing.TB, dir string, args ...string) (url string, cmd *ex
 }
 
 // servingURL waits until the toolrun serve whose stderr is stderr says it serves
-// (confServing), and returns its MCP URL. The tests let toolrun pick its port
+// (hostcli.ServingAddr), and returns its MCP URL. The tests let toolrun pick its port
 // (127.0.0.1:0): a port picked free beforehand may be taken by another process before
 // toolrun binds it, and a dial to it then reaches that process.
 func servingURL(t testing.TB, stderr *syncBuf, exited <-chan struct{}, wait time.Duration) string {
 	t.Helper()
 	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-		if m := confServing.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
+		if addr, ok := hostcli.ServingAddr(stderr.String()); ok {
+			return "http://" + addr + "/mcp"
 		}
 		select {
 		case <-exited:

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,14 +267,10 @@ func TestToolrunServe(t *testing.T) {
 			t.Fatalf("toolrun serve exited %d:\n%s", code, stderr.String())
 		default:
 		}
-		return strings.Contains(stderr.String(), "serving MCP on")
+		_, ok := hostcli.ServingAddr(stderr.String())
+		return ok
 	})
-	// It listens where its serving line says (port 0: the kernel picked the port).
-	m := regexp.MustCompile(`serving MCP on http://(\S+?)/mcp,`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("toolrun serve's serving line names no address:\n%s", stderr.String())
-	}
-	addr := m[1]
+	addr, _ := hostcli.ServingAddr(stderr.String()) // port 0: the kernel picked the port
 	if !strings.Contains(stderr.String(), "the console at http://"+addr+"/console/") {
 		t.Errorf("toolrun serve does not say where the console is:\n%s", stderr.String())
 	}

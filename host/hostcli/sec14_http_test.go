@@ -113,8 +113,8 @@ func serve(t *testing.T, dir, db string, args ...string) *server {
 	}()
 	t.Cleanup(func() { s.stop() })
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if m := servingOn.FindStringSubmatch(s.stderr.String()); m != nil {
-			s.addr = m[1]
+		if addr, ok := hostcli.ServingAddr(s.stderr.String()); ok {
+			s.addr = addr
 			return s
 		}
 		select {
@@ -128,9 +128,6 @@ func serve(t *testing.T, dir, db string, args ...string) *server {
 		}
 	}
 }
-
-// servingOn matches toolrun serve's line naming where it serves MCP: its address.
-var servingOn = regexp.MustCompile(`serving MCP on http://(\S+?)/mcp,`)
 
 // stop ends the server as SIGINT would (graceful shutdown, then host.Close) and waits.
 func (s *server) stop() {

@@ -105,7 +105,7 @@ func runServe(e *env, cmd string, args []string) int {
 		return fail(e, cmd, err)
 	}
 	a := ln.Addr()
-	fmt.Fprintf(e.stderr, "%s: serving MCP on http://%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s, the console at http://%s%s/\n",
+	fmt.Fprintf(e.stderr, "%s: "+servingMCPOn+"%s%s, metrics on http://%s%s, devices at http://%s%s, events at http://%s%s, the console at http://%s%s/\n",
 		e.name, a, host.MCPPath, a, host.MetricsPath, a, host.DevicesPath, a, host.EventsPath, a, host.ConsolePath)
 	if err := h.Serve(e.ctx, ln); err != nil {
 		return fail(e, cmd, err)
@@ -144,4 +144,19 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(hostname)
 	return ip != nil && ip.IsLoopback()
+}
+
+// servingMCPOn starts what `serve --http` says once it listens, before the address.
+const servingMCPOn = "serving MCP on http://"
+
+// ServingAddr finds, in what `serve --http` wrote to standard error, the address it
+// listens on (its line "NAME: serving MCP on http://ADDR/mcp, ..."): how a caller that
+// gave it port 0 learns the port the kernel chose. ok is false until the line is there.
+func ServingAddr(stderr string) (addr string, ok bool) {
+	_, rest, ok := strings.Cut(stderr, servingMCPOn)
+	if !ok {
+		return "", false
+	}
+	addr, _, ok = strings.Cut(rest, host.MCPPath+",")
+	return addr, ok
 }
