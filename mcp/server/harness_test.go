@@ -190,20 +190,44 @@ var testCallIDSecret = []byte("test-call-id-secret-0123456789ab")
 
 // progressLog collects the progress notifications a client receives.
 type progressLog struct {
-	mu    sync.Mutex
-	items []*mcp.ProgressNotificationParams
+	mu      sync.Mutex
+	items   []*mcp.ProgressNotificationParams
+	changed chan struct{} // closed at the next add; made by a waiter
 }
 
 func (l *progressLog) add(p *mcp.ProgressNotificationParams) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.items = append(l.items, p)
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
-func (l *progressLog) all() []*mcp.ProgressNotificationParams {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.items)
+// received returns the notifications handled so far once there is at least one. The
+// go-sdk client hands a notification to its handler on a goroutine of its own and a
+// response straight to the waiting call, so a notification the server wrote before
+// the result may reach the handler after CallTool returned.
+func (l *progressLog) received(t *testing.T) []*mcp.ProgressNotificationParams {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		if len(l.items) > 0 {
+			defer l.mu.Unlock()
+			return slices.Clone(l.items)
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-time.After(time.Minute): // a bound for the failure, not a wait for success
+			t.Fatal("no progress notification reached the client")
+		}
+	}
 }
 
 func newClient(progress *progressLog) *mcp.Client {

@@ -438,9 +438,7 @@ func TestSessions_ServedByAnyHandler(t *testing.T) {
 	if res := <-answer; res == nil || res.IsError {
 		t.Fatalf("the approved call: %s", dump(res))
 	}
-	if len(progress.all()) == 0 {
-		t.Error("no progress while the call was held")
-	}
+	progress.received(t) // while the call was held
 	if rr.count[0] < 3 || rr.count[1] < 3 {
 		t.Fatalf("requests per handler %v: both must have served the session", rr.count)
 	}
