@@ -1,0 +1,5 @@
+//go:build !race
+
+package canonjson
+
+const raceDetector = false
