@@ -424,8 +424,11 @@ func confToolrun(t *testing.T, dir string, args ...string) string {
 	if !ok {
 		t.Fatalf("toolrun serve's serving line names no address: %s", line)
 	}
-	return "http://" + addr + "/mcp"
+	return mcpURL(addr)
 }
+
+// mcpURL is the MCP endpoint of the toolrun serve listening at addr.
+func mcpURL(addr string) string { return "http://" + addr + "/mcp" }
 
 func TestConformance(t *testing.T) {
 	node, cli := mcppeers.Conformance(t)

@@ -225,7 +225,7 @@ func servingURL(t testing.TB, stderr *syncBuf, exited <-chan struct{}, wait time
 	t.Helper()
 	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
 		if addr, ok := hostcli.ServingAddr(stderr.String()); ok {
-			return "http://" + addr + "/mcp"
+			return mcpURL(addr)
 		}
 		select {
 		case <-exited:
