@@ -18,8 +18,11 @@ import (
 // handle holding the file's write lock:
 //   - a point write queued behind another point write of this process leaves when its
 //     context ends, at once, and writes nothing;
-//   - a point write already waiting for the other writer's lock is not ended by its
-//     context: it writes once the lock is released (busy_timeout bounds that wait).
+//   - a point write that holds the point writer (here: waiting for the other writer's
+//     lock) is not ended by its context: it writes once the lock is released
+//     (busy_timeout bounds that wait). Holding the point writer is the instant that
+//     decides: a test that cancelled between that and the statement failed under load
+//     when the write still looked at its context there.
 func TestPointWrite_WaitsUnderItsContext(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()

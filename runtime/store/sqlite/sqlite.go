@@ -465,26 +465,26 @@ func pointContext(ctx context.Context) (context.Context, error) {
 
 // pointWrite runs write, one autocommit statement on the writer that every call of
 // its kind makes (the record of a call, a watermark, a settlement, a release, a
-// suspension). The caller's context is honoured while the write waits for the other
-// point writes of this process (pointWriter); the statement runs under pointContext.
-// It runs for microseconds; its one wait that can be long, for a writer of another
-// process, is bounded by busy_timeout (10 s, the bound the pipeline puts on one write
-// attempt), and a context that ends during that wait does not end it. Inside, the
-// statement may still wait for the writer's connection behind one writer of this
-// process that is not a point write (a transaction, an append), which holds it for
-// one commit.
+// suspension). The caller's context is honoured until the write holds the point
+// writer (pointWriter: while it waits for the other point writes of this process);
+// from then on the statement runs to its end whatever the context does (under
+// context.WithoutCancel, as in pointContext), so taking the point writer is the one
+// instant that decides whether the write happens. It runs for microseconds; its one
+// wait that can be long, for a writer of another process, is bounded by busy_timeout
+// (10 s, the bound the pipeline puts on one write attempt). Inside, the statement may
+// still wait for the writer's connection behind one writer of this process that is
+// not a point write (a transaction, an append), which holds it for one commit.
 func (s *Store) pointWrite(ctx context.Context, write func(context.Context) error) error {
+	if err := ctx.Err(); err != nil { // select would take a free point writer half the time
+		return err
+	}
 	select {
 	case s.pointWriter <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-s.pointWriter }()
-	ctx, err := pointContext(ctx)
-	if err != nil {
-		return err
-	}
-	return write(ctx)
+	return write(context.WithoutCancel(ctx))
 }
 
 func (s *Store) InvocationGetByResumeToken(ctx context.Context, token string) (*store.Invocation, error) {
