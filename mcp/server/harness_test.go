@@ -214,8 +214,9 @@ func (l *progressLog) received(t *testing.T) []*mcp.ProgressNotificationParams {
 	for {
 		l.mu.Lock()
 		if len(l.items) > 0 {
-			defer l.mu.Unlock()
-			return slices.Clone(l.items)
+			items := slices.Clone(l.items)
+			l.mu.Unlock()
+			return items
 		}
 		if l.changed == nil {
 			l.changed = make(chan struct{})

@@ -448,8 +448,9 @@ func (s *Store) InvocationGetByKey(ctx context.Context, key string) (*store.Invo
 }
 
 // pointContext is the context a point statement runs under: a read through a unique
-// or narrow index (a key, a call's generations, a run's breaker counter) or a point
-// write once it may run (pointWrite, writeRecords), statements every call makes. The
+// or narrow index (a key, a call's generations, a run's breaker counter) or a
+// record-once insert once it holds the relaxed connection (writeRecords), statements
+// every call makes (a point write, pointWrite, detaches the same way). The
 // caller's context is looked at now, not while the statement runs: under a context
 // that can end, modernc.org/sqlite starts a goroutine and installs a progress handler
 // for each statement and database/sql starts one more goroutine per query, which costs
